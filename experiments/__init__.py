@@ -1,0 +1,1 @@
+"""Glue between configs, generators, joins and results: runner, Spark sessions, metrics, targets."""

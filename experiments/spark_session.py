@@ -1,0 +1,123 @@
+"""The one place that creates Spark sessions.
+
+Presets come from ``conf/spark/*.yaml``. ``local`` embeds Spark in this process;
+``local_cluster`` starts real separate executor JVMs on this machine; ``standalone``, ``yarn``
+and ``k8s`` read the master URL from an environment variable. Every session writes an
+uncompressed, non-rolling event log that :mod:`experiments.spark_metrics` reads for per-task
+metrics.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from experiments.paths import CONF, SCRATCH
+
+_session = None
+_session_key: tuple | None = None
+
+
+class SparkConfigError(ValueError):
+    pass
+
+
+def resolve_master(master: str, master_env: str | None) -> str:
+    if master_env:
+        url = os.environ.get(master_env)
+        if not url:
+            raise SparkConfigError(
+                f"this Spark preset reads its master URL from ${master_env}, which is not set"
+            )
+        return url
+    return master
+
+
+def _base_conf(event_dir: Path, driver_memory: str) -> dict[str, str]:
+    log4j = f"-Dlog4j2.configurationFile=file:{CONF / 'log4j2.properties'}"
+    return {
+        "spark.driver.memory": driver_memory,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": f"file://{event_dir}",
+        "spark.eventLog.compress": "false",
+        "spark.eventLog.rolling.enabled": "false",
+        "spark.driver.extraJavaOptions": log4j,
+        "spark.executor.extraJavaOptions": log4j,
+        "spark.python.unix.domain.socket.enabled": "true",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.default.parallelism": "8",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.warehouse.dir": str(SCRATCH / "spark-warehouse"),
+    }
+
+
+def get_spark(
+    master: str = "local[2]",
+    master_env: str | None = None,
+    conf: Mapping[str, Any] | None = None,
+    driver_memory: str = "4g",
+    app_name: str = "skewjoins",
+):
+    """Return the process-wide session, creating it (or replacing one with another master)."""
+    global _session, _session_key
+    url = resolve_master(master, master_env)
+    extra = {k: str(v) for k, v in (conf or {}).items()}
+    key = (url, tuple(sorted(extra.items())), driver_memory)
+    if _session is not None and _session_key == key:
+        return _session
+    stop_spark()
+
+    event_dir = SCRATCH / "spark-events"
+    event_dir.mkdir(parents=True, exist_ok=True)
+    (SCRATCH / "spark-local").mkdir(parents=True, exist_ok=True)
+    # local-cluster workers write executor logs under $SPARK_WORKER_DIR (default: inside the
+    # PySpark package); keep them in our ignored scratch folder instead.
+    os.environ.setdefault("SPARK_WORKER_DIR", str(SCRATCH / "spark-worker"))
+    os.environ.setdefault("SPARK_LOCAL_DIRS", str(SCRATCH / "spark-local"))
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(url).appName(app_name)
+    settings = _base_conf(event_dir, driver_memory)
+    settings.update(extra)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    _session = builder.getOrCreate()
+    _session.sparkContext.setLogLevel("ERROR")
+    _session_key = key
+    return _session
+
+
+def stop_spark() -> None:
+    """Stop the session quietly (local-cluster logs harmless errors while executors exit)."""
+    global _session, _session_key
+    if _session is None:
+        return
+    try:
+        _session.sparkContext.setLogLevel("OFF")
+        _session.stop()
+    finally:
+        _session = None
+        _session_key = None
+
+
+def event_log_path(spark) -> Path:
+    """The in-progress event log file of this session."""
+    sc = spark.sparkContext
+    base = Path(sc.getConf().get("spark.eventLog.dir").removeprefix("file://"))
+    app = sc.applicationId
+    for candidate in (base / f"{app}.inprogress", base / app):
+        if candidate.exists():
+            return candidate
+    raise FileNotFoundError(f"no event log for {app} in {base}")
+
+
+atexit.register(stop_spark)

@@ -1,0 +1,64 @@
+"""The one registry of join algorithms: name -> implementation, imported lazily.
+
+A new algorithm is one module plus one entry here. Batch entries point at a function
+``run(ctx: BatchContext, left, right, spec: JoinSpec) -> JoinResult``; online entries point at
+an operator factory in ``joins.online``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    kind: str  # "batch" or "online"
+    paper: str  # short name of the paper that defines it ("spark" for Spark built-ins)
+    target: str  # "module:function"
+    join_types: tuple[str, ...] = ("inner",)
+    description: str = ""
+
+    def load(self) -> Callable[..., Any]:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+_ALL = ("inner", "left", "right", "full")
+
+ALGORITHMS: dict[str, Algorithm] = {
+    a.name: a
+    for a in [
+        # Spark's own joins (baselines of the AM-Join paper)
+        Algorithm("hash_join", "batch", "amjoin", "joins.batch.spark_builtin:hash_join", _ALL,
+                  "Shuffle hash join, adaptive execution off"),
+        Algorithm("spark3_join", "batch", "amjoin", "joins.batch.spark_builtin:spark3_join", _ALL,
+                  "Spark's join with adaptive execution and skew-join handling on"),
+        Algorithm("spark_aqe_no_skew", "batch", "amjoin",
+                  "joins.batch.spark_builtin:spark_aqe_no_skew", _ALL,
+                  "Adaptive execution on, skew-join split off"),
+        Algorithm("broadcast_join", "batch", "amjoin", "joins.batch.spark_builtin:broadcast_join",
+                  ("inner", "left", "right"),
+                  "Broadcast the smaller relation (the right one for inner joins)"),
+    ]
+}
+
+
+class UnknownAlgorithm(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def get(name: str, kind: str | None = None) -> Algorithm:
+    algo = ALGORITHMS.get(name)
+    if algo is None or (kind is not None and algo.kind != kind):
+        valid = ", ".join(sorted(n for n, a in ALGORITHMS.items() if kind in (None, a.kind)))
+        raise UnknownAlgorithm(f"unknown {kind or ''} algorithm {name!r}; valid: {valid}")
+    return algo
+
+
+def names(kind: str | None = None) -> list[str]:
+    return sorted(n for n, a in ALGORITHMS.items() if kind in (None, a.kind))

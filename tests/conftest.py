@@ -1,0 +1,18 @@
+"""Shared fixtures: one Spark session for the whole test run (local[2], small partitions)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from experiments.spark_session import get_spark, stop_spark
+
+    session = get_spark(
+        "local[2]",
+        conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"},
+        driver_memory="2g",
+    )
+    yield session
+    stop_spark()
