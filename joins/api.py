@@ -64,10 +64,16 @@ class BatchContext:
 
 @dataclass
 class JoinResult:
-    """The joined rows (lazy) and exact algorithm-specific counts (iterations, hot keys, ...)."""
+    """The joined rows (lazy) and exact algorithm-specific counts (iterations, hot keys, ...).
+
+    ``sql_conf`` holds Spark SQL options the output's action must run under (applied by
+    :func:`joins.batch.sql_conf.sql_conf` around the action, then restored), because Spark
+    plans lazily and a global setting would leak into the next algorithm.
+    """
 
     output: DataFrame
     extra: dict[str, float] = field(default_factory=dict)
+    sql_conf: dict[str, Any] = field(default_factory=dict)
 
 
 def prefixed(df: DataFrame, prefix: str) -> DataFrame:
