@@ -1,0 +1,167 @@
+"""Materialise a generator's output once per configuration: a folder named by the config hash.
+
+The folder holds one Parquet folder per table and ``manifest.json`` (generator, resolved
+parameters, seed, row counts, versions). It is written under a hidden temp name, the manifest
+last, then renamed into place in one step, so a half-written input is never seen or reused: a
+folder without a manifest is never taken for a finished one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import shutil
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from datagen import registry
+from datagen.chunks import PARQUET_OPTIONS
+from datagen.errors import GeneratorError
+from datagen.params import validate
+
+FORMAT_VERSION = 1  # bump when a generator's output for the same parameters changes
+MANIFEST = "manifest.json"
+
+
+def resolve(generator: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated parameters with every default filled in (what the hash and manifest record)."""
+    mod = registry.module(generator)
+    if hasattr(mod, "resolve"):
+        return mod.resolve(dict(params))
+    return dataclasses.asdict(validate(mod.Params, dict(params), f"generator {generator!r}"))
+
+
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def config_hash(generator: str, resolved: Mapping[str, Any]) -> str:
+    blob = {"format": FORMAT_VERSION, "generator": generator, "params": resolved}
+    return hashlib.sha256(_canonical(blob).encode()).hexdigest()
+
+
+def read_manifest(folder: Path | str) -> dict:
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise GeneratorError(f"{folder} is not a generated input (no {MANIFEST})")
+    return json.loads(path.read_text())
+
+
+def _versions() -> dict[str, str]:
+    import numpy
+    import pyarrow
+
+    return {"datagen_format": str(FORMAT_VERSION), "python": platform.python_version(),
+            "numpy": numpy.__version__, "pyarrow": pyarrow.__version__}
+
+
+def _table_info(folder: Path, rows: Mapping[str, int]) -> dict[str, Any]:
+    info = {}
+    for table, n in rows.items():
+        parts = sorted((folder / f"{table}.parquet").glob("part-*.parquet"))
+        if not parts:
+            raise RuntimeError(f"generator wrote no part files for table {table}")
+        schema = pq.read_schema(parts[0])
+        info[table] = {"rows": int(n), "parts": len(parts),
+                       "columns": {f.name: str(f.type) for f in schema}}
+    return info
+
+
+def _state(folder: Path, digest: str) -> str:
+    """'absent', 'empty', 'same' (finished, same config), or 'other'."""
+    if not folder.exists():
+        return "absent"
+    if folder.is_dir() and not any(folder.iterdir()):
+        return "empty"
+    try:
+        if read_manifest(folder).get("config_hash") == digest:
+            return "same"
+    except (GeneratorError, json.JSONDecodeError, NotADirectoryError):
+        pass
+    return "other"
+
+
+def materialize_into(folder: Path, generator: str, resolved: Mapping[str, Any], *, spark=None,
+                     progress: bool = True, force: bool = False) -> Path:
+    """Generate ``generator(resolved)`` into exactly ``folder`` (reused if already there)."""
+    folder = Path(folder)
+    digest = config_hash(generator, resolved)
+    state = _state(folder, digest)
+    if state == "same" and not force:
+        return folder
+    if state == "other" and not force:
+        raise GeneratorError(f"output folder {folder} exists with other content; choose an empty "
+                             "or new folder (or force=true to replace it)")
+    mod = registry.module(generator)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".tmp-{folder.name}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        rows = mod.generate(dict(resolved), tmp, spark, progress)
+        manifest = {
+            "generator": generator,
+            "params": resolved,
+            "seed": resolved.get("seed"),
+            "config_hash": digest,
+            "rows": {t: int(n) for t, n in rows.items()},
+            "tables": _table_info(tmp, rows),
+            "versions": _versions(),
+            "parquet_options": PARQUET_OPTIONS,
+            "produced_by": "spark" if spark is not None else "local",
+            "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+        _swap_in(tmp, folder, digest)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def _swap_in(tmp: Path, folder: Path, digest: str) -> None:
+    """Rename the finished temp folder into place; an old folder is moved aside first."""
+    old = None
+    if folder.exists():
+        old = folder.parent / f".old-{folder.name}-{uuid.uuid4().hex[:8]}"
+        os.rename(folder, old)
+    try:
+        os.rename(tmp, folder)
+    except OSError:
+        # another process finished the same input first: keep theirs if it is the same config
+        if _state(folder, digest) != "same":
+            raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def materialize(generator: str, params: Mapping[str, Any], *, root: Path | None = None,
+                spark=None, progress: bool = True, force: bool = False) -> Path:
+    """The cached input folder ``<root>/<generator>-<hash12>``, generated if not there yet.
+
+    ``root`` defaults to ``experiments.paths.DATA_CACHE``. With ``spark`` the chunks are
+    written by Spark tasks, otherwise by a local loop; both give the same bytes.
+    """
+    resolved = resolve(generator, params)
+    if root is None:
+        from experiments.paths import DATA_CACHE
+
+        root = DATA_CACHE
+    folder = Path(root) / f"{generator}-{config_hash(generator, resolved)[:12]}"
+    return materialize_into(folder, generator, resolved, spark=spark, progress=progress,
+                            force=force)
+
+
+def table_path(folder: Path | str, table: str) -> Path:
+    """The Parquet folder of one table of a generated input (error names the valid tables)."""
+    tables = list(read_manifest(folder)["rows"])
+    if table not in tables:
+        raise GeneratorError(f"unknown table {table!r} in {folder}; valid: {', '.join(tables)}")
+    return Path(folder) / f"{table}.parquet"

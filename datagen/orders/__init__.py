@@ -1,0 +1,107 @@
+"""Arrival orders of online (streaming) joins: which relation the next tuple comes from.
+
+A stream is the union of R and S plus an arrival sequence number. An *order* is one function
+``fn(n_r, n_s, rng, *, <its parameters with defaults>) -> Arrival`` in its own module plus one
+line in :data:`ORDERS`, so DINER's orders (sorted, partially sorted, bursty delays) or D-CAPE's
+generator are one new module each. An order may reorder the tuples within a relation
+(``Arrival.perm_r``/``perm_s``) and give event times; if it needs the key values (e.g. sorted
+arrival) it declares the keyword parameters ``keys_r``/``keys_s`` and receives the key columns.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from datagen.chunks import stable_id
+from datagen.errors import GeneratorError
+from datagen.params import signature_params, validate_kwargs
+
+ORDERS: dict[str, str] = {
+    "random": "datagen.orders.interleave:random_order",  # seeded interleave at given shares
+    "fluct": "datagen.orders.fluct:fluct",  # Squall 5.4: alternate until one side is k x other
+    "rate": "datagen.orders.rate:rate_schedule",  # piecewise tuples/s per stream, event times
+}
+KEY_ARGS = ("keys_r", "keys_s")
+
+
+@dataclass
+class Arrival:
+    """``is_r[i]`` says whether arrival ``i`` is an R tuple.
+
+    ``perm_r[j]`` is the input row of R that arrives as the j-th R tuple (None: file order);
+    ``event_time[i]`` (seconds, non-decreasing) is when arrival ``i`` happens, if the order
+    has a notion of time.
+    """
+
+    is_r: np.ndarray
+    event_time: np.ndarray | None = None
+    perm_r: np.ndarray | None = None
+    perm_s: np.ndarray | None = None
+
+    def check(self, n_r: int, n_s: int, order: str) -> Arrival:
+        ok = (self.is_r.dtype == bool and self.is_r.shape == (n_r + n_s,)
+              and int(self.is_r.sum()) == n_r)
+        if not ok:
+            raise RuntimeError(f"order {order!r} produced an arrival with wrong counts")
+        if self.event_time is not None and (
+            self.event_time.shape != self.is_r.shape or np.any(np.diff(self.event_time) < 0)
+        ):
+            raise RuntimeError(f"order {order!r} produced decreasing or misshaped event times")
+        for perm, n in ((self.perm_r, n_r), (self.perm_s, n_s)):
+            if perm is not None and not np.array_equal(np.sort(perm), np.arange(n)):
+                raise RuntimeError(f"order {order!r} produced a within-relation order that is "
+                                   "not a permutation")
+        return self
+
+
+def names() -> list[str]:
+    return sorted(ORDERS)
+
+
+def load(order: str) -> Callable[..., Arrival]:
+    target = ORDERS.get(order)
+    if target is None:
+        raise GeneratorError(f"unknown order {order!r}; valid: {', '.join(names())}")
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def needs_keys(order: str) -> bool:
+    return any(k in signature_params(load(order)) for k in KEY_ARGS)
+
+
+def resolve(order: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The order's parameters validated, with defaults (the key columns are not parameters)."""
+    return validate_kwargs(load(order), params, f"order {order!r}", reserved=KEY_ARGS)
+
+
+def order_rng(seed: int, order: str) -> np.random.Generator:
+    ss = np.random.SeedSequence([int(seed), stable_id("order"), stable_id(order)])
+    return np.random.Generator(np.random.PCG64(ss))
+
+
+def compute_arrival(order: str, n_r: int, n_s: int, seed: int, *,
+                    keys_r: np.ndarray | None = None, keys_s: np.ndarray | None = None,
+                    **params: Any) -> Arrival:
+    """The full arrival (interleave, within-relation orders, event times) of ``order``."""
+    if n_r < 0 or n_s < 0:
+        raise GeneratorError(f"relation sizes must be >= 0, got {n_r}, {n_s}")
+    if seed < 0:
+        raise GeneratorError(f"seed must be >= 0, got {seed}")
+    fn = load(order)
+    kw = resolve(order, params)
+    if needs_keys(order):
+        if keys_r is None or keys_s is None:
+            raise GeneratorError(f"order {order!r} needs the key columns keys_r and keys_s")
+        kw.update(keys_r=np.asarray(keys_r), keys_s=np.asarray(keys_s))
+    return fn(int(n_r), int(n_s), order_rng(seed, order), **kw).check(n_r, n_s, order)
+
+
+def arrival(order: str, n_r: int, n_s: int, seed: int, **kw: Any) -> np.ndarray:
+    """Which relation each arrival comes from (True = R), for engines that need no files."""
+    return compute_arrival(order, n_r, n_s, seed, **kw).is_r

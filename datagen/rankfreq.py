@@ -1,0 +1,97 @@
+"""Rank-frequency view of a key column: how skewed is a generated input, really?
+
+Frequencies sorted in decreasing order against rank, on log-log axes, with the Zipf exponent
+fitted by least squares on log f = c - z log r. The fit uses ranks whose frequency is at least
+``fit_min_freq`` (default 2): the uniform records of D(alpha, S) almost never repeat a key, and
+their long flat tail of 1s would otherwise drag the slope towards 0.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from datagen.errors import GeneratorError
+
+
+def rank_frequencies(values: Any) -> np.ndarray:
+    """Counts of the distinct non-null values, largest first."""
+    counts = pc.value_counts(pc.drop_null(values)).field("counts").to_numpy()
+    return np.sort(counts)[::-1].astype(np.int64)
+
+
+def _fit_mask(freqs: np.ndarray, min_freq: int, max_rank: int | None) -> np.ndarray:
+    use = freqs >= min_freq
+    if max_rank is not None:
+        use &= np.arange(1, len(freqs) + 1) <= max_rank
+    return use
+
+
+def fit_exponent(freqs: np.ndarray, min_freq: int = 2, max_rank: int | None = None) -> float:
+    """-slope of log(frequency) on log(rank) over the fitted ranks (nan if fewer than 2)."""
+    ranks = np.arange(1, len(freqs) + 1)
+    use = _fit_mask(freqs, min_freq, max_rank)
+    if use.sum() < 2:
+        return float("nan")
+    slope = np.polyfit(np.log(ranks[use]), np.log(freqs[use]), 1)[0]
+    return float(-slope)
+
+
+def _dataset(path: Path, table: str | None) -> ds.Dataset:
+    from datagen.cache import read_manifest, table_path
+
+    if not path.exists():
+        raise GeneratorError(f"{path} does not exist")
+    if (path / "manifest.json").exists():
+        table = table or next(iter(read_manifest(path)["rows"]))
+        path = table_path(path, table)
+    elif table is not None:
+        raise GeneratorError(f"table= needs a generated input folder (with a manifest), got {path}")
+    return ds.dataset(path, format="parquet")
+
+
+def plot_rankfreq(path: Path | str, column: str = "key", out: Path | str = "rankfreq.png", *,
+                  table: str | None = None, fit_min_freq: int = 2,
+                  fit_max_rank: int | None = None) -> dict[str, Any]:
+    """Draw the rank-frequency plot of ``column`` to ``out``; returns the fitted exponent."""
+    data = _dataset(Path(path), table)
+    if column not in data.schema.names:
+        raise GeneratorError(f"unknown column {column!r}; valid: {', '.join(data.schema.names)}")
+    out = Path(out)
+    if out.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise GeneratorError(f"out must end in .png, .pdf or .svg, got {out}")
+    freqs = rank_frequencies(data.to_table(columns=[column])[column])
+    z = fit_exponent(freqs, fit_min_freq, fit_max_rank)
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranks = np.arange(1, len(freqs) + 1)
+    fig, ax = plt.subplots(figsize=(5, 4))
+    ax.loglog(ranks, freqs, ".", ms=3, label=f"{column} ({freqs.sum():,} rows)")
+    if np.isfinite(z):
+        use = _fit_mask(freqs, fit_min_freq, fit_max_rank)
+        c = np.mean(np.log(freqs[use]) + z * np.log(ranks[use]))  # least-squares intercept
+        ax.loglog(ranks[use], np.exp(c) * ranks[use] ** -z, "-", label=f"fit: z = {z:.3f}")
+    ax.set_xlabel("rank")
+    ax.set_ylabel("frequency")
+    ax.set_title(f"{Path(path).name}: {column}")
+    ax.legend()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.stem}.{uuid.uuid4().hex[:8]}{out.suffix}")
+    try:
+        fig.savefig(tmp, dpi=120, bbox_inches="tight")
+        os.replace(tmp, out)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+    return {"exponent": z, "distinct": int(len(freqs)), "rows": int(freqs.sum()),
+            "top_frequency": int(freqs[0]) if len(freqs) else 0, "out": str(out)}

@@ -1,0 +1,205 @@
+"""squall_query: the two join inputs R and S of a Squall-paper query (Table 1, catalogue 4.2).
+
+"All intermediate results are materialized before online processing" (Squall 5): each query is
+one binary join of a small pre-joined/selected side R and a large side S, both taken from the
+(skewed) TPC-H of :mod:`datagen.tpch` and projected to what the query needs. The join key is the
+column ``key`` on both sides; band joins put the band attribute there and join when
+``|R.key - S.key| <= band``. The paper gives the queries in its tech report [15]; the
+selections below follow the Squall repository's query plans (catalogue 4.2, tag [X]) and are
+confirmed by its sizes: at SF 0.01 B_NCI has exactly 341 + 15010 inputs and 1073 results.
+
+========== ===== ====================================================== ====================
+query      join  R                                                      S
+========== ===== ====================================================== ====================
+eq5        equi  REGION(r_name=region) x NATION x SUPPLIER: s_suppkey,  LINEITEM: l_suppkey,
+                 n_name                                                 orderkey, price, disc
+eq7        equi  SUPPLIER x NATION(n_name in nations): s_suppkey,       LINEITEM(shipdate in
+                 n_name                                                 1995..1996): l_suppkey,
+                                                                        orderkey, year, volume
+bnci       band1 LINEITEM(shipmode=TRUCK, quantity>48): l_orderkey      LINEITEM(shipinstruct=
+                                                                        NONE): l_orderkey
+bnci_2_32  band1 as bnci with quantity>45 (Fig 5g's (2,32) variant)     as bnci
+bnci_8_8   band1 LINEITEM(shipinstruct=NONE) (Fig 5g's (8,8) variant)   as bnci
+bci        band1 LINEITEM(shipmode=TRUCK, quantity>45): shipdate days   LINEITEM(shipmode<>
+                                                                        TRUCK): shipdate days
+fluct      equi  ORDERS(priority not in 5-LOW, 1-URGENT): o_orderkey    LINEITEM: l_orderkey
+========== ===== ====================================================== ====================
+
+Rows keep TPC-H file order (S of eq5 is LINEITEM in generation order); small pre-joined sides
+are sorted by key. Arrival orders are the ``stream`` generator's job. Projections and pre-joins
+run in DuckDB (in process); the base tables come from the input cache (``tpch`` generator with
+the same sf, z, seed and skew columns), so all queries of one database share one generation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from datagen import tpch
+from datagen.chunks import PARQUET_OPTIONS, part_path
+from datagen.params import check, validate
+
+NAME = "squall_query"
+REGIONS = ("AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST")
+NATIONS = ("ALGERIA", "ARGENTINA", "BRAZIL", "CANADA", "EGYPT", "ETHIOPIA", "FRANCE", "GERMANY",
+           "INDIA", "INDONESIA", "IRAN", "IRAQ", "JAPAN", "JORDAN", "KENYA", "MOROCCO",
+           "MOZAMBIQUE", "PERU", "CHINA", "ROMANIA", "SAUDI ARABIA", "VIETNAM", "RUSSIA",
+           "UNITED KINGDOM", "UNITED STATES")
+# Every base table any query reads: one cached TPC-H per (sf, z, seed, columns) serves all.
+BASE_TABLES = ("region", "nation", "supplier", "orders", "lineitem")
+BATCH_ROWS = 1 << 20
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Sizes a source reports for this query, to check ours against (scaled to our sf)."""
+
+    gb: float  # database size they refer to (GB = TPC-H scale factor)
+    r: float
+    s: float
+    output: float | None  # join result size, if reported
+    output_power: int  # output grows like sf**power (1: key domain grows with sf; 2: fixed)
+    source: str
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    predicate: str  # "equi" or "band"
+    band: int  # R, S tuples join when |R.key - S.key| <= band (0 for equi-joins)
+    r_sql: str  # DuckDB SQL over {lineitem}, {orders}, ... with {region}/{nations} filled in
+    s_sql: str
+    references: tuple[Reference, ...]
+    description: str
+
+
+_TRUCK_R = "SELECT {key} AS key FROM {lineitem} WHERE l_shipmode = 'TRUCK' AND l_quantity > {q}"
+_NONE_S = "SELECT l_orderkey AS key FROM {lineitem} WHERE l_shipinstruct = 'NONE'"
+_DAYS = "CAST(l_shipdate - DATE '1970-01-01' AS BIGINT)"
+
+QUERIES: dict[str, Query] = {q.name: q for q in [
+    Query("eq5", "equi", 0,
+          "SELECT s_suppkey AS key, n_name FROM {region} JOIN {nation} ON n_regionkey = "
+          "r_regionkey JOIN {supplier} ON s_nationkey = n_nationkey WHERE r_name = {region_name} "
+          "ORDER BY key",
+          "SELECT l_suppkey AS key, l_orderkey, l_extendedprice, l_discount FROM {lineitem}",
+          (Reference(10, 20_000, 60_000_000, None, 1, "[D] catalogue 4.2: ~20K R*N*S vs 60M"),),
+          "(Region x Nation x Supplier) x Lineitem on suppkey; TPC-H Q5's costliest join"),
+    Query("eq7", "equi", 0,
+          "SELECT s_suppkey AS key, n_name FROM {supplier} JOIN {nation} ON s_nationkey = "
+          "n_nationkey WHERE n_name IN ({nation_names}) ORDER BY key",
+          "SELECT l_suppkey AS key, l_orderkey, CAST(year(l_shipdate) AS INTEGER) AS l_year, "
+          "l_extendedprice * (1 - l_discount) AS volume FROM {lineitem} "
+          "WHERE l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1996-12-31'",
+          # the catalogue's ~17M for S is a guess; 2 of the ~6.6 years of ship dates give 30%
+          (Reference(10, 8_000, 18_000_000, None, 1, "[D] 2/25 nations; 30% of 60M lineitems"),),
+          "(Supplier x Nation) x Lineitem on suppkey; TPC-H Q7's costliest join"),
+    Query("bnci", "band", 1,
+          _TRUCK_R.format(key="l_orderkey", lineitem="{lineitem}", q=48), _NONE_S,
+          (Reference(0.01, 341, 15_010, 1_073, 1, "[X] Squall code, 0.01G: 341 + 15010, 1073"),
+           Reference(20, 680_000, 30_000_000, None, 1, "[P] Squall 5.3: 20GB, 0.68M + 30M"),
+           Reference(40, 1_360_000, 60_000_000, None, 1, "[P] Squall 5.3: 40GB, 1.36M + 60M")),
+          "Lineitem self band-join on orderkey, low selectivity (not computation-intensive)"),
+    Query("bnci_2_32", "band", 1,
+          _TRUCK_R.format(key="l_orderkey", lineitem="{lineitem}", q=45), _NONE_S,
+          (Reference(0.01, 873, 15_010, 2_719, 1, "[X] Squall code, 0.01G: 873 + 15010, 2719"),),
+          "B_NCI with a larger R: optimal mapping (2,32) at J=64 (Fig 5g)"),
+    Query("bnci_8_8", "band", 1, _NONE_S, _NONE_S,
+          (Reference(0.01, 15_010, 15_010, 56_346, 1, "[X] Squall code, 0.01G: 2 x 15010, 56346"),),
+          "B_NCI with equal sides: optimal mapping (8,8) at J=64 (Fig 5g)"),
+    Query("bci", "band", 1,
+          _TRUCK_R.format(key=_DAYS, lineitem="{lineitem}", q=45),
+          f"SELECT {_DAYS} AS key FROM {{lineitem}} WHERE l_shipmode <> 'TRUCK'",
+          (Reference(10, 873_000, 51_465_000, 54_206_000_000, 2,
+                     "[X] Squall code, 10G: 873.000 + 51.465.000, output 54.206.000.000"),),
+          "Lineitem self band-join on shipdate (days), high selectivity (computation-intensive)"),
+    Query("fluct", "equi", 0,
+          "SELECT o_orderkey AS key FROM {orders} "
+          "WHERE o_orderpriority NOT IN ('5-LOW', '1-URGENT')",
+          "SELECT l_orderkey AS key FROM {lineitem}",
+          (Reference(8, 7_200_000, 48_000_000, None, 1, "[D] catalogue 4.2: 3/5 of 12M, 48M"),),
+          "Orders x Lineitem on orderkey (Fluct-join of Fig 5k/5l)"),
+]}
+
+
+@dataclass(frozen=True)
+class Params:
+    query: str = "eq5"  # one of QUERIES
+    sf: float = 1.0
+    z: float = 0.0  # Zipf skew of the base TPC-H (Z0..Z4 = 0, .25, .5, .75, 1)
+    seed: int = 0
+    columns: tuple[str, ...] = tpch.DEFAULT_COLUMNS  # skewed TPC-H columns (datagen.tpch)
+    suppkey_from_partkey: bool = False  # see datagen.tpch
+    region: str = "AMERICA"  # eq5's region (Squall code; TPC-H Q5's default is ASIA)
+    nations: tuple[str, ...] = ("PERU", "ETHIOPIA")  # eq7's nations (Squall code)
+    tpch_cache: str = ""  # where the base TPC-H is cached ("" = experiments.paths.DATA_CACHE)
+
+    def __post_init__(self) -> None:
+        check(self.query in QUERIES,
+              f"unknown query {self.query!r}; valid: {', '.join(QUERIES)}")
+        check(self.region in REGIONS,
+              f"unknown region {self.region!r}; valid: {', '.join(REGIONS)}")
+        for n in self.nations:
+            check(n in NATIONS, f"unknown nation {n!r}; valid: {', '.join(NATIONS)}")
+        check(len(self.nations) > 0, "nations must name at least one nation")
+        self.tpch_params()  # range checks of sf, z, seed, columns
+
+    def tpch_params(self) -> dict:
+        params = {"sf": self.sf, "z": self.z, "seed": self.seed, "columns": list(self.columns),
+                  "tables": list(BASE_TABLES),
+                  "suppkey_from_partkey": self.suppkey_from_partkey}
+        validate(tpch.Params, params, "generator 'tpch'")
+        return params
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def query_sql(p: Params, base: Path) -> tuple[str, str]:
+    """The DuckDB SQL of R and S over the TPC-H tables in folder ``base``."""
+    q = QUERIES[p.query]
+    names = {t: f"read_parquet('{base / (t + '.parquet')}/*.parquet')" for t in BASE_TABLES}
+    names["region_name"] = _quote(p.region)
+    names["nation_names"] = ", ".join(_quote(n) for n in p.nations)
+    return q.r_sql.format(**names), q.s_sql.format(**names)
+
+
+def write_query(con, sql: str, table_dir: Path) -> int:
+    """Stream a query's result into ``table_dir/part-00000.parquet`` (project writer options)."""
+    table_dir.mkdir(parents=True, exist_ok=True)
+    reader = con.execute(sql).fetch_record_batch(BATCH_ROWS)
+    rows = 0
+    with pq.ParquetWriter(part_path(table_dir, 0), reader.schema, **PARQUET_OPTIONS) as w:
+        for batch in reader:
+            w.write_batch(batch, row_group_size=BATCH_ROWS)
+            rows += batch.num_rows
+    return rows
+
+
+def base_tables(p: Params, spark=None, progress: bool = True) -> Path:
+    """The folder of the (cached) skewed TPC-H these inputs are selected from."""
+    from datagen.cache import materialize
+
+    root = Path(p.tpch_cache) if p.tpch_cache else None
+    return materialize("tpch", p.tpch_params(), root=root, spark=spark, progress=progress)
+
+
+def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict[str, int]:
+    """Write ``R`` and ``S``; returns their row counts."""
+    import duckdb
+
+    p = validate(Params, params, f"generator {NAME!r}")
+    base = base_tables(p, spark, progress)
+    r_sql, s_sql = query_sql(p, base)
+    con = duckdb.connect()
+    try:
+        # insertion order is DuckDB's default; set it anyway: the bytes depend on it
+        con.execute("SET preserve_insertion_order = true")
+        return {"R": write_query(con, r_sql, Path(out) / "R.parquet"),
+                "S": write_query(con, s_sql, Path(out) / "S.parquet")}
+    finally:
+        con.close()

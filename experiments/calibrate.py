@@ -1,0 +1,103 @@
+"""Measure the cost-model constants on this machine: ``make calibrate``.
+
+Batch: run shuffle joins and aggregations of several sizes and skews on Spark, read every
+task's exact counts and its executor run time from the event log, and fit the non-negative
+linear model of :class:`experiments.cost_model.BatchCosts` (scipy's NNLS). Online: the
+engine's own calibration (:func:`joins.online.cost.calibrate`) when it is available. The result
+goes to ``calibration/local.json`` (``default.json`` is the committed reference, measured the
+same way) and its id is recorded with every result.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+
+from experiments.cost_model import CALIBRATION_DIR, BatchCosts, calibration_id
+from experiments.spark_metrics import TaskMetricsCapture
+from experiments.spark_session import get_spark
+
+
+def _workloads(spark):
+    """Jobs whose tasks span small and large counts of each kind (records, rows, bytes)."""
+    from pyspark.sql import functions as F
+
+    for rows, keys, parts in [(200_000, 50_000, 8), (1_000_000, 200_000, 16),
+                              (400_000, 40, 8), (2_000_000, 1_000_000, 24)]:
+        left = spark.range(rows, numPartitions=4).select(
+            (F.col("id") % keys).alias("k"), F.sha2(F.col("id").cast("string"), 256).alias("p"))
+        right = spark.range(rows // 4, numPartitions=4).select((F.col("id") % keys).alias("k"))
+        spark.conf.set("spark.sql.shuffle.partitions", parts)
+        yield lambda lft=left, rgt=right: lft.hint("shuffle_hash").join(rgt, "k").count()
+        yield lambda lft=left: lft.groupBy("k").agg(F.count("*")).count()
+
+
+def measure_batch(spark, repeats: int = 2) -> tuple[BatchCosts, dict]:
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    frames = []
+    for _ in range(repeats):
+        for job in _workloads(spark):
+            with TaskMetricsCapture(spark) as cap:
+                job()
+            frames.append(cap.result.tasks)
+    tasks = pd.concat(frames, ignore_index=True)
+    design = np.column_stack([
+        np.ones(len(tasks)),
+        tasks["records_in"].to_numpy(float),
+        tasks["rows_produced"].to_numpy(float),
+        (tasks["shuffle_read_bytes"] + tasks["shuffle_write_bytes"]).to_numpy(float),
+    ])
+    target = tasks["run_ms"].to_numpy(float) / 1000.0
+    coef, _ = nnls(design, target)
+    fitted = design @ coef
+    r2 = 1 - np.sum((target - fitted) ** 2) / np.sum((target - target.mean()) ** 2)
+    costs = BatchCosts(per_task=float(coef[0]), per_record_in=float(coef[1]),
+                       per_row_produced=float(coef[2]), per_shuffle_byte=float(coef[3]))
+    return costs, {"tasks": len(tasks), "r2": float(r2)}
+
+
+def measure_online(spark) -> dict:
+    try:
+        from joins.online.cost import calibrate
+    except ImportError:
+        return {}
+    return dict(calibrate(spark))
+
+
+def main(argv: list[str]) -> int:
+    opts = dict(a.split("=", 1) for a in argv if "=" in a)
+    out = Path(opts.get("out", CALIBRATION_DIR / "local.json"))
+    spark = get_spark("local[2]", driver_memory="6g")
+    t0 = time.perf_counter()
+    batch, fit = measure_batch(spark)
+    print(f"batch cost model: {batch} (fit over {fit['tasks']} tasks, R²={fit['r2']:.3f})")
+    online = measure_online(spark)
+    print(f"online cost model: {online or 'engine calibration not available'}")
+    batch_d = asdict(batch)
+    data = {
+        "id": calibration_id(batch_d, online),
+        "machine": f"{platform.node()} {platform.machine()} {platform.processor()}".strip(),
+        "batch": batch_d, "online": online,
+        "note": f"measured by experiments.calibrate with local[2] in "
+                f"{time.perf_counter() - t0:.0f}s; batch fit R²={fit['r2']:.3f} over "
+                f"{fit['tasks']} tasks",
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+    tmp.replace(out)
+    print(f"wrote {out} (calibration id {data['id']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

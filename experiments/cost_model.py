@@ -1,0 +1,105 @@
+"""Modeled time: calibrated costs of exact counts, scheduled onto E executor slots.
+
+Two cores cannot show what E executors do, so a batch run's time on E executors is modeled:
+each task's cost is a linear function of its exact counts (records read, rows produced by SQL
+operators, shuffle bytes), with constants measured on this machine by ``make calibrate``; each
+stage's tasks are list-scheduled in index order onto E slots (as Spark launches them), and the
+stage makespans are summed. Driver-side work is not part of the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.paths import ROOT
+
+CALIBRATION_DIR = ROOT / "calibration"
+
+
+@dataclass(frozen=True)
+class BatchCosts:
+    """Seconds per unit of each exact count of a task."""
+
+    per_task: float = 0.005
+    per_record_in: float = 2.0e-7
+    per_row_produced: float = 5.0e-8
+    per_shuffle_byte: float = 2.0e-9
+
+    def task_costs(self, tasks: pd.DataFrame) -> np.ndarray:
+        return (
+            self.per_task
+            + self.per_record_in * tasks["records_in"].to_numpy(float)
+            + self.per_row_produced * tasks["rows_produced"].to_numpy(float)
+            + self.per_shuffle_byte
+            * (tasks["shuffle_read_bytes"] + tasks["shuffle_write_bytes"]).to_numpy(float)
+        )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    id: str
+    machine: str
+    batch: BatchCosts
+    online: dict  # constants of joins.online's cost model, as measured
+    note: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"id": self.id, "machine": self.machine, "batch": asdict(self.batch),
+             "online": self.online, "note": self.note},
+            indent=2, sort_keys=True,
+        )
+
+
+def calibration_id(batch: dict, online: dict) -> str:
+    blob = json.dumps({"batch": batch, "online": online}, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:10]
+
+
+def load_calibration(path: Path | None = None) -> Calibration:
+    """The machine's own calibration if `make calibrate` ran, else the committed default."""
+    if path is None:
+        local = CALIBRATION_DIR / "local.json"
+        path = local if local.exists() else CALIBRATION_DIR / "default.json"
+    data = json.loads(Path(path).read_text())
+    return Calibration(
+        id=data["id"], machine=data.get("machine", ""), batch=BatchCosts(**data["batch"]),
+        online=data.get("online", {}), note=data.get("note", ""),
+    )
+
+
+def list_schedule(costs: np.ndarray, slots: int) -> float:
+    """Makespan of tasks launched in order, each on the slot that frees up first."""
+    if len(costs) == 0:
+        return 0.0
+    free = [0.0] * max(1, min(slots, len(costs)))
+    heapq.heapify(free)
+    for c in costs:
+        heapq.heappush(free, heapq.heappop(free) + float(c))
+    return max(free)
+
+
+def lpt_schedule(costs: np.ndarray, slots: int) -> float:
+    """Longest-processing-time-first makespan (a lower-variance alternative)."""
+    return list_schedule(np.sort(np.asarray(costs))[::-1], slots)
+
+
+def modeled_makespan(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
+                     schedule: str = "list") -> float:
+    """Sum over stages of the stage's makespan on `executors` single-core slots."""
+    if tasks.empty:
+        return 0.0
+    fn = lpt_schedule if schedule == "lpt" else list_schedule
+    total = 0.0
+    for _, stage in tasks.sort_values(["stage_id", "task_index"]).groupby(
+        ["stage_id", "stage_attempt"], sort=True
+    ):
+        total += fn(costs.task_costs(stage), executors)
+    return total

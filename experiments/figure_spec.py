@@ -1,0 +1,80 @@
+"""Reading a composed figure config: its sweep, its per-scale values and its failure rules."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+SCALES = ("tiny", "small", "paper")
+
+
+def plain(node: Any) -> Any:
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig | list) or \
+        OmegaConf.is_config(node) else node
+
+
+def by_scale(value: Any, scale: str) -> Any:
+    """A value may be given per scale ({tiny: .., small: .., paper: ..}); pick this scale's."""
+    if isinstance(value, dict) and value and set(value) <= set(SCALES) | {"reason"}:
+        if scale not in value:
+            raise KeyError(f"no value for scale {scale!r} (given: {sorted(value)})")
+        return value[scale]
+    return value
+
+
+def resolve_scaled(tree: Any, scale: str) -> Any:
+    """Recursively replace every per-scale mapping by this scale's value."""
+    tree = by_scale(tree, scale)
+    if isinstance(tree, dict):
+        return {k: resolve_scaled(v, scale) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [resolve_scaled(v, scale) for v in tree]
+    return tree
+
+
+def x_values(figure: dict, scale: str) -> list[Any]:
+    x = figure.get("x", {})
+    values = x.get("values_by_scale", {}).get(scale)
+    return list(values if values is not None else x.get("values", []))
+
+
+def x_label(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) >= 10:
+        return str(int(value))
+    return str(value)
+
+
+def x_numeric(figure: dict, value: Any) -> float:
+    """Numeric position of an x value (categorical x values map to their index)."""
+    labels = figure.get("x", {}).get("categories")
+    if labels:
+        return float(list(labels).index(value))
+    return float(value)
+
+
+def config_hash(figure: dict, scale: str, seed: int) -> str:
+    """What makes a point's result stale: the figure config, the scale and the seed."""
+    keep = {k: v for k, v in figure.items() if k not in ("targets", "plot", "paper_values",
+                                                           "description", "headline")}
+    blob = json.dumps({"figure": keep, "scale": scale, "seed": seed}, sort_keys=True,
+                      default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def scaled_rule(rules: dict, name: str, scale: str, sizes: dict[str, dict]) -> float | None:
+    """A failure rule scaled with the data, by one written rule.
+
+    ``{paper: V, scale_with: K}`` gives V x sizes[scale][K] / sizes[paper][K];
+    ``{tiny: .., small: .., paper: ..}`` gives the value directly.
+    """
+    rule = rules.get(name)
+    if rule is None:
+        return None
+    if isinstance(rule, dict) and "scale_with" in rule:
+        key = rule["scale_with"]
+        return float(rule["paper"]) * float(sizes[scale][key]) / float(sizes["paper"][key])
+    value = by_scale(rule, scale)
+    return None if value is None else float(value)

@@ -1,0 +1,46 @@
+"""Experiment kinds: how one sweep point of a figure is run.
+
+A kind is a function ``run_point(ctx: PointContext) -> PointOutcome``. A new figure reuses a
+kind; a new kind is one module plus one entry here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+KINDS: dict[str, str] = {
+    "batch_join": "experiments.kinds.batch_join:run_point",
+}
+
+
+@dataclass
+class PointContext:
+    figure: dict  # the figure config, per-scale values resolved
+    series: str
+    x: Any
+    scale: str
+    seed: int
+    spark_cfg: dict
+    calibration: Any
+    wall_limit_s: float = 900.0  # local guard; a point running longer is status=timeout
+    progress: bool = True
+
+
+@dataclass
+class PointOutcome:
+    status: str  # ok | oom | timeout | overflow | error
+    metrics: dict[str, tuple[float, str]] = field(default_factory=dict)  # name -> (value, unit)
+    error: str = ""
+    spark_version: str = ""
+    spark_master: str = ""
+    series_rows: list[dict] = field(default_factory=list)  # extra rows (e.g. time series)
+
+
+def load_kind(name: str) -> Callable[[PointContext], PointOutcome]:
+    if name not in KINDS:
+        raise KeyError(f"unknown experiment kind {name!r}; valid: {', '.join(sorted(KINDS))}")
+    module, _, attr = KINDS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

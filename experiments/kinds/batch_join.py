@@ -1,0 +1,145 @@
+"""One point of a batch-join figure: generate (cached) inputs, run one algorithm on Spark,
+capture its tasks, model its time on E executors and check its output count against DuckDB."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from experiments.cost_model import modeled_makespan
+from experiments.figure_spec import resolve_scaled, scaled_rule
+from experiments.kinds import PointContext, PointOutcome
+from experiments.spark_metrics import TaskMetricsCapture
+from experiments.spark_session import get_spark
+from joins.api import BatchContext, BudgetExceeded, JoinSpec
+from joins.batch.sql_conf import sql_conf
+from joins.oracle import oracle_count
+from joins.registry import get as get_algorithm
+
+
+def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        tree = tree.setdefault(k, {})
+    tree[keys[-1]] = value
+
+
+def point_settings(pc: PointContext) -> dict[str, Any]:
+    """The workload and run settings of this point: figure defaults, series overrides, x."""
+    fig = pc.figure
+    series = dict(fig["series"][pc.series])
+    settings = {
+        "workload": resolve_scaled({k: v for k, v in fig["workload"].items() if k != "sizes"},
+                                   pc.scale),
+        "run": resolve_scaled(fig.get("run", {}), pc.scale),
+    }
+    settings["workload"].setdefault("params", {}).update(fig["workload"]["sizes"][pc.scale])
+    for path, value in resolve_scaled(series.get("overrides", {}), pc.scale).items():
+        _set_path(settings, path, value)
+    _set_path(settings, fig["x"]["param"], pc.x)
+    settings["algorithm"] = series.get("algorithm", pc.series)
+    return settings
+
+
+def _oracle_rows(folder: Path, left: str, right: str, on: str, how: str) -> int:
+    """DuckDB's exact output count, cached next to the generated inputs."""
+    cache = folder / f"oracle-{left}-{right}-{on}-{how}.json"
+    if cache.exists():
+        return int(json.loads(cache.read_text())["rows"])
+    rows = oracle_count(folder / f"{left}.parquet", folder / f"{right}.parquet", on, how)
+    tmp = cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps({"rows": rows}))
+    tmp.replace(cache)
+    return rows
+
+
+def run_point(pc: PointContext) -> PointOutcome:
+    from datagen import materialize
+
+    s = point_settings(pc)
+    wl, run = s["workload"], s["run"]
+    spark = get_spark(**pc.spark_cfg)
+    out = PointOutcome(status="ok", spark_version=spark.version,
+                       spark_master=spark.sparkContext.master)
+    gen_params = {**wl["params"], "seed": wl["params"].get("seed", pc.seed)}
+    folder = Path(materialize(wl["generator"], gen_params, spark=spark, progress=pc.progress))
+    left_t, right_t = wl.get("tables", ["R", "S"])
+    spec = JoinSpec(on=wl.get("key_column", "key"), how=wl.get("how", "inner"),
+                    self_join=bool(wl.get("self_join", False)))
+    left = spark.read.parquet(str(folder / f"{left_t}.parquet"))
+    right = left if spec.self_join else spark.read.parquet(str(folder / f"{right_t}.parquet"))
+
+    executors = int(run["executors"])
+    partitions = int(run.get("partitions") or executors * int(run.get("partitions_per_executor", 3)))
+    rules = pc.figure.get("rules", {})
+    sizes = pc.figure["workload"]["sizes"]
+    budget = scaled_rule(rules, "memory_budget_bytes", pc.scale, sizes)
+    deadline = scaled_rule(rules, "deadline_modeled_s", pc.scale, sizes)
+    record_bytes = int(wl["params"].get("size", 0)) or None
+    ctx = BatchContext(spark, executors=executors, partitions=partitions, seed=pc.seed,
+                       memory_budget_bytes=budget, record_bytes=record_bytes,
+                       params=run.get("algorithm_params", {}))
+    algo = get_algorithm(s["algorithm"], kind="batch")
+    if spec.how not in algo.join_types:
+        raise ValueError(f"{algo.name} cannot do {spec.how} joins (it does {algo.join_types})")
+    m = out.metrics
+    m["executors"] = (executors, "executors")
+    m["partitions"] = (partitions, "partitions")
+    if budget is not None:
+        m["memory_budget_bytes"] = (budget, "bytes")
+    if deadline is not None:
+        m["deadline_modeled_s"] = (deadline, "s")
+
+    sc = spark.sparkContext
+    group = f"point-{uuid.uuid4().hex[:8]}"
+    sc.setJobGroup(group, f"{pc.figure['id']} {pc.series} x={pc.x}", interruptOnCancel=True)
+    timed_out = threading.Event()
+
+    def _cancel() -> None:
+        timed_out.set()
+        sc.cancelJobGroup(group)
+
+    timer = threading.Timer(pc.wall_limit_s, _cancel)
+    start = time.perf_counter()
+    timer.start()
+    try:
+        with TaskMetricsCapture(spark) as cap:
+            result = algo.load()(ctx, left, right, spec)
+            with sql_conf(spark, result.sql_conf):
+                rows = result.output.count()
+    except BudgetExceeded as exc:
+        out.status, out.error = "oom", str(exc)
+        m["memory_needed_bytes"] = (exc.needed_bytes, "bytes")
+        return out
+    except Exception as exc:
+        if timed_out.is_set():
+            out.status, out.error = "timeout", "local wall-clock guard reached"
+            return out
+        raise
+    finally:
+        timer.cancel()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    wall = time.perf_counter() - start
+
+    modeled = modeled_makespan(cap.result.tasks, executors, pc.calibration.batch,
+                               schedule=run.get("schedule", "list"))
+    m["modeled_time"] = (modeled, "modeled s")
+    m["local_wall_time"] = (wall, "local wall s")
+    m["output_rows"] = (rows, "rows")
+    for name, value in cap.result.summary().items():
+        m[name] = (value, "bytes" if name.endswith("bytes") else "count")
+    for name, value in result.extra.items():
+        m[name] = (float(value), "count")
+    expected = _oracle_rows(folder, left_t, left_t if spec.self_join else right_t, spec.on,
+                            spec.how)
+    m["oracle_rows"] = (expected, "rows")
+    if rows != expected:
+        out.status = "error"
+        out.error = f"output has {rows} rows, DuckDB oracle has {expected}"
+    elif deadline is not None and modeled > deadline:
+        out.status, out.error = "timeout", f"modeled time {modeled:.1f}s > deadline {deadline:.1f}s"
+    return out

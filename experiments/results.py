@@ -1,0 +1,119 @@
+"""Tidy result rows with provenance: one Parquet file per sweep point, written atomically.
+
+A figure's rows read back with ``pandas.read_parquet("results/<paper>/<fig>")``. Files whose
+names start with ``.`` (in-progress writes) are ignored by pyarrow, so a killed sweep never
+leaves a half-written point behind, and finished points are skipped on rerun.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from experiments.paths import ROOT
+
+# Statuses that are results (drawn as the paper draws them); "error" points are retried.
+FINAL_STATUSES = ("ok", "oom", "timeout", "overflow")
+
+COLUMNS = [
+    "figure", "series", "x", "x_label", "metric", "value", "unit", "status",
+    "config_hash", "point_id", "seed", "scale", "spark_version", "spark_master",
+    "calibration_id", "git_commit", "start_time", "wall_time_s", "error",
+]
+_STR_COLS = [c for c in COLUMNS if c not in ("x", "value", "seed", "wall_time_s")]
+
+
+class ResultsError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Point:
+    figure: str
+    series: str
+    x: float
+    x_label: str
+
+    @property
+    def point_id(self) -> str:
+        safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{self.series}__{self.x_label}")
+        return safe
+
+
+def results_dir(root: str | Path, figure: str) -> Path:
+    base = Path(root)
+    if not base.is_absolute():
+        base = ROOT / base
+    return base / figure
+
+
+def ensure_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ResultsError(f"results folder {folder} is not writable: {exc.strerror}") from exc
+
+
+def point_path(folder: Path, point: Point) -> Path:
+    return folder / f"{point.point_id}.parquet"
+
+
+def finished(folder: Path, point: Point, config_hash: str) -> bool:
+    """True if this point already has a final result computed from the same configuration."""
+    path = point_path(folder, point)
+    if not path.exists():
+        return False
+    try:
+        done = pd.read_parquet(path, columns=["status", "config_hash"])
+    except Exception:  # unreadable file: redo the point
+        return False
+    return bool(len(done)) and done["config_hash"].eq(config_hash).all() and done["status"].isin(
+        FINAL_STATUSES
+    ).all()
+
+
+def tidy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    frame = pd.DataFrame(list(rows))
+    for col in COLUMNS:
+        if col not in frame:
+            frame[col] = None
+    frame = frame[COLUMNS]
+    frame[_STR_COLS] = frame[_STR_COLS].astype("string")
+    frame["x"] = frame["x"].astype("float64")
+    frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")
+    frame["seed"] = frame["seed"].astype("int64")
+    frame["wall_time_s"] = frame["wall_time_s"].astype("float64")
+    return frame
+
+
+def write_point(folder: Path, point: Point, rows: list[dict[str, Any]]) -> Path:
+    """Write one point's rows atomically (temp file in the same folder, then rename)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    final = point_path(folder, point)
+    tmp = folder / f".{final.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        tidy_frame(rows).to_parquet(tmp, index=False)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return final
+
+
+def read_results(root: str | Path, figure: str) -> pd.DataFrame:
+    """All rows of a figure (empty frame with the right columns if none yet)."""
+    folder = results_dir(root, figure)
+    files = sorted(folder.glob("[!._]*.parquet")) if folder.exists() else []
+    if not files:
+        return tidy_frame([]).iloc[0:0]
+    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)

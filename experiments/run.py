@@ -1,0 +1,191 @@
+"""Run a figure's sweep: ``python -m experiments.run figure=<paper>/<fig> [scale=..] [spark=..]``.
+
+Each point of the sweep (a series and an x value from the figure config) is one Hydra multirun
+job. Without ``-m`` the runner adds it, together with the figure's series and x values for any
+dimension the user did not give, so ``point.x=0,0.5`` or ``point.series=hash_join`` narrow
+the sweep as Hydra users expect. Finished points are skipped (``force=true`` redoes them); a
+failing point is recorded with its status and the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from experiments import schema  # noqa: F401  (registers the structured configs)
+from experiments.cost_model import load_calibration
+from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
+from experiments.kinds import PointContext, PointOutcome, load_kind
+from experiments.paths import CONF, ROOT
+from experiments.results import Point, ensure_writable, finished, results_dir, write_point
+
+_TOTAL_ENV = "SKEWJOINS_SWEEP_TOTAL"
+
+
+class UsageError(ValueError):
+    pass
+
+
+def git_commit() -> str:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                             capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, text=True, capture_output=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def compose(overrides: list[str]) -> DictConfig:
+    """Compose the root config outside a Hydra run (validation, sweep expansion, tests)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        return hydra_compose("config", overrides=overrides)
+
+
+def _results_root(cfg: DictConfig) -> str:
+    return cfg.results_root or cfg.scale.results_root
+
+
+def _provenance(cfg: DictConfig, figure: dict, point: Point, chash: str, outcome: PointOutcome,
+                start: datetime, wall: float, calibration_id: str, commit: str) -> dict[str, Any]:
+    return {
+        "figure": figure["id"], "series": point.series, "x": point.x, "x_label": point.x_label,
+        "status": outcome.status, "config_hash": chash, "point_id": point.point_id,
+        "seed": int(cfg.seed), "scale": cfg.scale.name, "spark_version": outcome.spark_version,
+        "spark_master": outcome.spark_master, "calibration_id": calibration_id,
+        "git_commit": commit, "start_time": start.isoformat(timespec="seconds"),
+        "wall_time_s": wall, "error": outcome.error,
+    }
+
+
+def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
+    """Run (or skip) one point and write its rows; return its status."""
+    figure = plain(cfg.figure)
+    series, x = cfg.point.series, cfg.point.x
+    if series not in figure["series"]:
+        raise UsageError(f"unknown series {series!r} for {figure['id']}; valid: "
+                         f"{', '.join(figure['series'])}")
+    scale = cfg.scale.name
+    point = Point(figure["id"], series, x_numeric(figure, x), x_label(x))
+    folder = results_dir(_results_root(cfg), figure["id"])
+    ensure_writable(folder)
+    chash = config_hash(figure, scale, int(cfg.seed))
+    tag = f"[{job_num + 1}/{total}] {figure['id']} {series} {figure['x'].get('name', 'x')}={point.x_label}"
+    if not cfg.force and finished(folder, point, chash):
+        print(f"{tag}: done already (force=true redoes it)", flush=True)
+        return "skipped"
+    calibration = load_calibration()
+    spark_cfg = {"master": cfg.spark.master, "master_env": cfg.spark.master_env,
+                 "driver_memory": cfg.spark.driver_memory, "conf": dict(cfg.spark.conf)}
+    ctx = PointContext(figure=figure, series=series, x=x, scale=scale, seed=int(cfg.seed),
+                       spark_cfg=spark_cfg, calibration=calibration, progress=cfg.progress,
+                       wall_limit_s=cfg.scale.point_wall_limit_s)
+    start, t0 = datetime.now(UTC), time.perf_counter()
+    print(f"{tag}: running", flush=True)
+    try:
+        outcome = load_kind(figure["kind"])(ctx)
+    except Exception as exc:  # the point is a result (status=error); the sweep goes on
+        traceback.print_exc(limit=6)
+        outcome = PointOutcome(status="error", error=f"{type(exc).__name__}: {exc}"[:2000])
+    wall = time.perf_counter() - t0
+    base = _provenance(cfg, figure, point, chash, outcome, start, wall, calibration.id,
+                       git_commit())
+    rows = [{**base, "metric": name, "value": value, "unit": unit}
+            for name, (value, unit) in outcome.metrics.items()]
+    rows += [{**base, **r} for r in outcome.series_rows]
+    if not rows:
+        rows = [{**base, "metric": "status", "value": float("nan"), "unit": ""}]
+    write_point(folder, point, rows)
+    detail = f" ({outcome.error})" if outcome.error else ""
+    print(f"{tag}: {outcome.status} in {wall:.1f}s{detail}", flush=True)
+    return outcome.status
+
+
+@hydra.main(config_path=str(CONF), config_name="config", version_base="1.3")
+def _task(cfg: DictConfig) -> str:
+    hc = HydraConfig.get()
+    job_num = hc.job.num if hc.mode.name == "MULTIRUN" else 0
+    total = int(os.environ.get(_TOTAL_ENV, "1"))
+    return run_point(cfg, job_num, total)
+
+
+def _given(overrides: list[str], key: str) -> str | None:
+    for o in overrides:
+        if o.lstrip("+~").split("=", 1)[0] == key and "=" in o:
+            return o.split("=", 1)[1]
+    return None
+
+
+def sweep_overrides(argv: list[str]) -> tuple[list[str], int]:
+    """Add the figure's series and x values for the dimensions the user did not pin."""
+    overrides = [a for a in argv if not a.startswith("-")]
+    fig = _given(overrides, "figure")
+    if fig and "," in fig:
+        raise UsageError("run one figure at a time (make reproduce-<paper> runs several)")
+    from experiments.figures import figure_ids
+
+    if fig is not None and fig not in figure_ids():
+        raise UsageError(f"unknown figure {fig!r}; valid: {', '.join(figure_ids())}")
+    plain_overrides = [o for o in overrides if "," not in o.split("=", 1)[-1]
+                       and not o.split("=", 1)[0].startswith(("point.", "hydra."))]
+    cfg = compose(plain_overrides)
+    figure = plain(cfg.figure)
+    added: list[str] = []
+    series = _given(overrides, "point.series")
+    xs = _given(overrides, "point.x")
+    if series is None:
+        series = ",".join(figure["series"])
+        added.append(f"point.series={series}")
+    if xs is None:
+        values = x_values(figure, cfg.scale.name)
+        if not values:
+            raise UsageError(f"{figure['id']} declares no x values for scale {cfg.scale.name}")
+        xs = ",".join(_quote(v) for v in values)
+        added.append(f"point.x={xs}")
+    total = len(series.split(",")) * len(xs.split(","))
+    return added, total
+
+
+def _quote(v: Any) -> str:
+    s = str(v)
+    return f"'{s}'" if isinstance(v, str) and not s.replace(".", "").isdigit() else s
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a in ("--help", "-h", "--cfg", "-c", "--info", "-i") for a in argv):
+        sys.argv = [sys.argv[0], *argv]
+        _task()
+        return
+    try:
+        added, total = sweep_overrides(argv)
+    except Exception as exc:  # bad figure/scale/spark name or malformed override
+        print(f"error: {_first_line(exc)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if not any(a in ("-m", "--multirun") for a in argv):
+        argv = ["--multirun", *argv]
+    os.environ[_TOTAL_ENV] = str(total)
+    sys.argv = [sys.argv[0], *argv, *added]
+    _task()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = (str(exc).strip() or type(exc).__name__).split("Config search path")[0]
+    return " ".join(text.split())
+
+
+if __name__ == "__main__":
+    main()

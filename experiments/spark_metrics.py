@@ -1,0 +1,168 @@
+"""Per-stage and per-task metrics of one run, read from Spark's own event log.
+
+The session writes an uncompressed, non-rolling event log (see spark_session). A
+:class:`TaskMetricsCapture` remembers where the log ended before the run and, after it, reads
+every task that ran since: records in and out, rows produced by SQL operators, shuffle bytes,
+executor run time. From these, algorithms report imbalance (max/mean task records) and
+:mod:`experiments.cost_model` derives a modeled makespan on E executors.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.spark_session import event_log_path
+
+TASK_COLUMNS = [
+    "job_id", "stage_id", "stage_attempt", "task_index", "executor", "run_ms", "cpu_ns",
+    "input_records", "input_bytes", "shuffle_read_records", "shuffle_read_bytes",
+    "shuffle_write_records", "shuffle_write_bytes", "output_records", "output_bytes",
+    "rows_produced", "failed",
+]
+
+
+def _task_row(event: dict, stage_job: dict[int, int]) -> dict:
+    info, metrics = event.get("Task Info", {}), event.get("Task Metrics") or {}
+    inp = metrics.get("Input Metrics", {})
+    out = metrics.get("Output Metrics", {})
+    srd = metrics.get("Shuffle Read Metrics", {})
+    swr = metrics.get("Shuffle Write Metrics", {})
+    produced = sum(
+        int(a.get("Update", 0))
+        for a in info.get("Accumulables", [])
+        if a.get("Name") == "number of output rows" and str(a.get("Update", "0")).isdigit()
+    )
+    stage = event["Stage ID"]
+    return {
+        "job_id": stage_job.get(stage, -1),
+        "stage_id": stage,
+        "stage_attempt": event.get("Stage Attempt ID", 0),
+        "task_index": info.get("Index", 0),
+        "executor": str(info.get("Executor ID", "")),
+        "run_ms": metrics.get("Executor Run Time", 0),
+        "cpu_ns": metrics.get("Executor CPU Time", 0),
+        "input_records": inp.get("Records Read", 0),
+        "input_bytes": inp.get("Bytes Read", 0),
+        "shuffle_read_records": srd.get("Total Records Read", 0),
+        "shuffle_read_bytes": srd.get("Remote Bytes Read", 0) + srd.get("Local Bytes Read", 0),
+        "shuffle_write_records": swr.get("Shuffle Records Written", 0),
+        "shuffle_write_bytes": swr.get("Shuffle Bytes Written", 0),
+        "output_records": out.get("Records Written", 0),
+        "output_bytes": out.get("Bytes Written", 0),
+        "rows_produced": produced,
+        "failed": bool(info.get("Failed", False) or info.get("Killed", False)),
+    }
+
+
+@dataclass
+class RunMetrics:
+    tasks: pd.DataFrame  # one row per successful task attempt (TASK_COLUMNS)
+    jobs: int
+
+    @property
+    def stages(self) -> pd.DataFrame:
+        """Per stage: task count and sums/maxima of the task metrics."""
+        if self.tasks.empty:
+            return pd.DataFrame()
+        g = self.tasks.groupby(["stage_id", "stage_attempt"])
+        out = g.agg(
+            tasks=("task_index", "size"),
+            records_in=("records_in", "sum"),
+            max_task_records_in=("records_in", "max"),
+            mean_task_records_in=("records_in", "mean"),
+            rows_produced=("rows_produced", "sum"),
+            max_task_rows_produced=("rows_produced", "max"),
+            shuffle_read_bytes=("shuffle_read_bytes", "sum"),
+            shuffle_write_bytes=("shuffle_write_bytes", "sum"),
+            run_ms=("run_ms", "sum"),
+            max_task_run_ms=("run_ms", "max"),
+        )
+        return out.reset_index()
+
+    def summary(self) -> dict[str, float]:
+        """Whole-run totals and the imbalance of the heaviest stage (by records processed)."""
+        t = self.tasks
+        if t.empty:
+            return {"spark_jobs": self.jobs, "spark_stages": 0, "spark_tasks": 0}
+        st = self.stages
+        work = st["records_in"] + st["rows_produced"]
+        heavy = st.loc[work.idxmax()]
+        tasks = t[(t.stage_id == heavy.stage_id) & (t.stage_attempt == heavy.stage_attempt)]
+        load = tasks["records_in"] + tasks["rows_produced"]
+        return {
+            "spark_jobs": self.jobs,
+            "spark_stages": len(st),
+            "spark_tasks": len(t),
+            "shuffle_read_bytes": float(t.shuffle_read_bytes.sum()),
+            "shuffle_write_bytes": float(t.shuffle_write_bytes.sum()),
+            "input_records": float(t.input_records.sum()),
+            "rows_produced": float(t.rows_produced.sum()),
+            "max_task_records": float(load.max()),
+            "mean_task_records": float(load.mean()),
+            "task_imbalance": float(load.max() / load.mean()) if load.mean() > 0 else 1.0,
+            "task_run_ms_total": float(t.run_ms.sum()),
+        }
+
+
+class TaskMetricsCapture:
+    """Context manager: the tasks of every Spark job started inside the block."""
+
+    def __init__(self, spark, settle_s: float = 0.2, timeout_s: float = 30.0) -> None:
+        self.spark = spark
+        self.settle_s = settle_s
+        self.timeout_s = timeout_s
+        self.path: Path | None = None
+        self.offset = 0
+        self.result: RunMetrics | None = None
+
+    def __enter__(self) -> TaskMetricsCapture:
+        self.path = event_log_path(self.spark)
+        self.offset = self.path.stat().st_size
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.result = self.collect()
+
+    def _read_events(self) -> list[dict]:
+        assert self.path is not None
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            data = fh.read()
+        end = data.rfind(b"\n")
+        if end < 0:
+            return []
+        return [json.loads(line) for line in data[: end + 1].splitlines() if line.strip()]
+
+    def collect(self) -> RunMetrics:
+        """Wait until every job started in the block has ended in the log, then parse it."""
+        deadline = time.monotonic() + self.timeout_s
+        last_len = -1
+        while True:
+            events = self._read_events()
+            starts = {e["Job ID"] for e in events if e["Event"] == "SparkListenerJobStart"}
+            ends = {e["Job ID"] for e in events if e["Event"] == "SparkListenerJobEnd"}
+            settled = len(events) == last_len
+            if (starts <= ends and settled) or time.monotonic() > deadline:
+                break
+            last_len = len(events)
+            time.sleep(self.settle_s)
+        stage_job: dict[int, int] = {}
+        for e in events:
+            if e["Event"] == "SparkListenerJobStart":
+                for s in e.get("Stage IDs", []):
+                    stage_job[s] = e["Job ID"]
+        rows = [
+            _task_row(e, stage_job)
+            for e in events
+            if e["Event"] == "SparkListenerTaskEnd" and e.get("Task End Reason", {}).get(
+                "Reason", "Success") == "Success"
+        ]
+        tasks = pd.DataFrame(rows, columns=TASK_COLUMNS)
+        tasks["records_in"] = tasks["input_records"] + tasks["shuffle_read_records"]
+        return RunMetrics(tasks=tasks, jobs=len(starts))

@@ -1,0 +1,146 @@
+"""Evaluate a figure's ``targets:`` on its results: met, not met, or not checkable (and why).
+
+Checks read the tidy result rows only. A check whose series or points have no results is
+"not checkable" with the reason, never "met".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from scipy.stats import spearmanr
+
+FAILED = {"oom", "timeout", "overflow"}
+
+
+@dataclass
+class Verdict:
+    id: str
+    claim: str
+    check: str
+    verdict: str  # met | not met | not checkable
+    measured: str
+
+
+class _NoData(Exception):
+    pass
+
+
+def _in_range(frame: pd.DataFrame, spec: dict) -> pd.DataFrame:
+    if "at" in spec:
+        return frame[(frame["x"] - float(spec["at"])).abs() < 1e-9]
+    lo, hi = spec.get("x_min", float("-inf")), spec.get("x_max", float("inf"))
+    return frame[(frame["x"] >= lo - 1e-9) & (frame["x"] <= hi + 1e-9)]
+
+
+def _status(results: pd.DataFrame, series: str, spec: dict) -> pd.Series:
+    sub = _in_range(results[results.series == series], spec)
+    if sub.empty:
+        raise _NoData(f"no results for {series}")
+    return sub.groupby("x")["status"].first()
+
+
+def _metric(results: pd.DataFrame, series: str, metric: str, spec: dict) -> pd.Series:
+    sub = _in_range(results[(results.series == series) & (results.metric == metric)], spec)
+    sub = sub[sub.status == "ok"]
+    if sub.empty:
+        raise _NoData(f"no successful {metric} results for {series}")
+    return sub.groupby("x")["value"].mean().sort_index()
+
+
+def _fmt(values: pd.Series) -> str:
+    return ", ".join(f"{x:g}: {v:.3g}" for x, v in values.items())
+
+
+def _check_status(results, spec):
+    expect_fail = spec.get("expect", "fail") == "fail"
+    parts, ok = [], True
+    for s in spec["series"]:
+        st = _status(results, s, spec)
+        good = st.isin(FAILED) if expect_fail else st.eq("ok")
+        ok &= bool(good.all())
+        parts.append(f"{s}: " + ", ".join(f"{x:g}={v}" for x, v in st.items()))
+    return ok, "; ".join(parts)
+
+
+def _check_ratio(results, spec):
+    num = _metric(results, spec["numerator"], spec["metric"], spec)
+    den = _metric(results, spec["denominator"], spec["metric"], spec)
+    ratio = (num / den).dropna()
+    if ratio.empty:
+        raise _NoData("no x value has both series")
+    ok = bool(((ratio >= spec.get("min", float("-inf"))) & (ratio <= spec.get("max", float("inf")))).all())
+    return ok, f"{spec['numerator']}/{spec['denominator']} at " + _fmt(ratio)
+
+
+def _check_ordering(results, spec):
+    values = {s: _metric(results, s, spec["metric"], spec) for s in spec["order"]}
+    frame = pd.DataFrame(values).dropna()
+    if frame.empty:
+        raise _NoData("no x value has all series")
+    ok = bool(all((frame[a] < frame[b]).all() for a, b in zip(spec["order"], spec["order"][1:], strict=False)))
+    return ok, "; ".join(f"{s}: {_fmt(v)}" for s, v in values.items())
+
+
+def _check_trend(results, spec):
+    values = _metric(results, spec["series"], spec["metric"], spec)
+    if len(values) < 3:
+        raise _NoData(f"{len(values)} points of {spec['series']} (need 3)")
+    rho = spearmanr(values.index, values.to_numpy()).statistic
+    sign = 1 if spec.get("direction", "increasing") == "increasing" else -1
+    ok = bool(sign * rho >= spec.get("min_spearman", 0.8))
+    return ok, f"Spearman ρ = {rho:.2f} over {len(values)} points"
+
+
+def _check_bound(results, spec):
+    values = _metric(results, spec["series"], spec["metric"], spec)
+    ok = bool(((values >= spec.get("min", float("-inf"))) & (values <= spec.get("max", float("inf")))).all())
+    if "max_over_min" in spec:
+        ok &= bool(values.max() / values.min() <= spec["max_over_min"])
+        return ok, f"max/min = {values.max() / values.min():.2f}; " + _fmt(values)
+    return ok, _fmt(values)
+
+
+def _check_crossover(results, spec):
+    a = _metric(results, spec["a"], spec["metric"], spec)
+    b = _metric(results, spec["b"], spec["metric"], spec)
+    diff = (a - b).dropna()
+    if len(diff) < 2:
+        raise _NoData("fewer than 2 common x values")
+    signs = diff.apply(lambda v: v > 0)
+    ok = bool(signs.nunique() > 1)
+    return ok, f"{spec['a']}-{spec['b']} at " + _fmt(diff)
+
+
+CHECKS = {
+    "status": _check_status, "ratio": _check_ratio, "ordering": _check_ordering,
+    "trend": _check_trend, "bound": _check_bound, "crossover": _check_crossover,
+}
+
+
+def describe(spec: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in spec.items())
+
+
+def evaluate(targets: list[dict[str, Any]], results: pd.DataFrame) -> list[Verdict]:
+    verdicts = []
+    for t in targets:
+        spec = dict(t.get("check", {}))
+        kind = spec.get("type", "not_checkable")
+        if kind == "not_checkable":
+            verdicts.append(Verdict(t["id"], t["claim"], "—", "not checkable",
+                                    spec.get("reason", "no check defined")))
+            continue
+        if kind not in CHECKS:
+            raise ValueError(f"target {t['id']}: unknown check type {kind!r}; valid: "
+                             f"{', '.join(CHECKS)}, not_checkable")
+        try:
+            ok, measured = CHECKS[kind](results, spec)
+            verdicts.append(Verdict(t["id"], t["claim"], describe(spec),
+                                    "met" if ok else "not met", measured))
+        except _NoData as exc:
+            verdicts.append(Verdict(t["id"], t["claim"], describe(spec), "not checkable",
+                                    str(exc)))
+    return verdicts

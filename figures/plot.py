@@ -1,0 +1,64 @@
+"""Redraw a figure from results/ only: ``python -m figures.plot <paper>/<fig> [scale=small]``.
+
+Writes ``figures/<paper>/<fig>.png`` and ``.pdf`` for the published scale (small), and under
+``scratch/figures/<scale>/`` otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from experiments.figures import load_figure, select
+from experiments.paths import FIGURES, ROOT, SCRATCH
+from experiments.results import read_results
+from figures.kinds import load
+
+
+def output_base(figure_id: str, scale: str) -> Path:
+    base = FIGURES if scale == "small" else SCRATCH / "figures" / scale
+    return base / figure_id
+
+
+def plot_figure(figure_id: str, scale: str = "small", results_root: str | None = None) -> Path | None:
+    figure = load_figure(figure_id, scale)
+    if results_root is None:
+        from experiments.run import compose
+
+        results_root = compose([f"figure={figure_id}", f"scale={scale}"]).scale.results_root
+    results = read_results(results_root, figure_id)
+    if results.empty:
+        print(f"{figure_id}: no results yet under {results_root}/ (run make reproduce-"
+              f"{figure_id.replace('/', '-')})", file=sys.stderr)
+        return None
+    fig = load(figure.get("plot", {}).get("kind", "lines"))(figure, results)
+    out = output_base(figure_id, scale)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for ext in ("png", "pdf"):
+        fig.savefig(out.with_suffix(f".{ext}"), dpi=130, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    print(f"{figure_id}: wrote {out.with_suffix('.png').relative_to(ROOT)} (+ .pdf)")
+    return out.with_suffix(".png")
+
+
+def main(argv: list[str]) -> int:
+    args = [a for a in argv if "=" not in a]
+    opts = dict(a.split("=", 1) for a in argv if "=" in a)
+    if not args:
+        print("usage: python -m figures.plot <paper>/<fig>|<paper>|all [scale=small]",
+              file=sys.stderr)
+        return 2
+    try:
+        ids = select(args[0])
+    except KeyError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    for figure_id in ids:
+        plot_figure(figure_id, opts.get("scale", "small"), opts.get("results_root"))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

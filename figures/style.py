@@ -1,0 +1,38 @@
+"""Shared look of every chart: series colours, failure marks, the paper overlay, the footer."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+FAILED = ("oom", "timeout", "overflow", "error")
+FAIL_MARKERS = {"oom": "x", "timeout": "X", "overflow": "*", "error": "!"}
+FAIL_LABELS = {"oom": "out of memory (scaled budget)", "timeout": "deadline passed",
+               "overflow": "overflow to disk", "error": "error"}
+
+
+def series_colors(names: list[str]) -> dict[str, str]:
+    cmap = plt.get_cmap("tab10")
+    return {n: cmap(i % 10) for i, n in enumerate(names)}
+
+
+def footer_text(results: pd.DataFrame, y_kind: str) -> str:
+    """Provenance footer: what was measured, where, with which code and calibration."""
+    def uniq(col: str) -> str:
+        vals = sorted({str(v) for v in results[col].dropna().unique() if str(v)})
+        return "/".join(vals) if vals else "?"
+
+    return (f"{y_kind} · scale={uniq('scale')} · Spark {uniq('spark_version')} "
+            f"({uniq('spark_master')}) · calibration {uniq('calibration_id')} · "
+            f"commit {uniq('git_commit')} · {len(results['point_id'].unique())} points")
+
+
+def y_kind_of(label: str) -> str:
+    if "modeled" in label:
+        return "modeled time (calibrated costs of exact counts)"
+    if "wall" in label:
+        return "local wall time (this machine, not a cluster)"
+    return "exact counts"

@@ -1,0 +1,440 @@
+"""Tree-Join (AM-Join paper, Alg. 1-8): join keys hot in both relations over several stages.
+
+The *joined index* is a DataFrame of entries ``(_k, _t, _L1, _L2, _self)``: a key, a path tag
+(which sub-list pair of which parent the entry is), the key's record list from R and from S
+(``array<struct>``), and whether the entry is a same-attribute self-join list (then ``_L2`` is
+empty and the pairs are the upper triangle of ``_L1``). Each *iteration* (Alg. 3) splits the
+persisted index locally into cold entries, whose record pairs are output, and hot entries
+(isHotKey: sqrt(ℓ1·ℓ2) >= τ), which the task acting as *splitter* chunks into δ = ⌈ℓ^(1/3)⌉
+sub-lists per list (Eqn. 1) and emits as all pairs of sub-lists: the next index, randomly
+reshuffled over the partitions (randomShuffle). The loop ends when the index is empty.
+
+- ``tree_join_basic`` (Alg. 1): the initial index groups every key on one task.
+- ``tree_join`` (Alg. 6, 7): hot keys are collected per relation (:mod:`hot_keys`); κ_RS (keys hot
+  in both, with their two frequencies and sub-list counts) is broadcast; records of those keys are
+  *unraveled*: each gets a random own sub-list id and is replicated once per sub-list of the other
+  side under the augmented key <k, R-sub-list, S-sub-list>, so no task ever holds a whole hot key.
+
+Written with the DataFrame API (groupBy/collect_list = buildJoinedIndex, explode = map), so
+Spark's SQL metrics count records per task. Outer joins (the paper's "straightforward
+extensions") pad keys present on one side only; such keys are always cold (ℓ1·ℓ2 = 0).
+
+Same-attribute self-join (``spec.self_join``, §Executing Same-Attribute Self-Joins): one relation,
+κ_RS = κ_R, a single-list cold index whose pairs are the upper triangle, and for hot keys an
+augmented key <k, min(a,b), max(a,b)> (a = own sub-list id). **Diagonal rule:** completeness rule
+(a) says r-r is in Q exactly once, so the upper triangle includes the diagonal: a key with n
+records yields n(n+1)/2 pairs. The cold-key sentence ("the first record is before the second")
+would drop r-r; ``ctx.params["self_join_diagonal"] = False`` gives that reading (n(n-1)/2).
+
+Determinism under task retry: the own sub-list id is a hash of the record, its position in its
+input partition (``sublist_ids="position"``, default; deterministic for file scans and cached
+inputs; ``"content"`` hashes the record only, retry-proof for any input but identical records then
+share a sub-list), ``ctx.seed`` and the side. Lists are sorted (``array_sort``) before being
+chunked, because ``collect_list`` order depends on shuffle fetch order; the random reshuffle
+partitions by a hash of (key, path tag, seed, iteration). A recomputed task hence emits the same
+rows. Each iteration's index is persisted (see :func:`amjoin_common.release_all`).
+
+Failure rule (catalogue 5.2): an index entry's records (ℓ1 + ℓ2) are held by one task, so every
+iteration checks its largest entry against ``ctx.memory_budget_bytes`` (``BudgetExceeded``).
+For the Basic variant the first index holds whole key groups; for ``tree_join`` the hot keys of
+κ_RS are never grouped whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType
+
+from joins.api import BatchContext, JoinResult, JoinSpec
+from joins.batch import amjoin_common as C
+from joins.batch.hot_keys import (
+    get_hot_keys,
+    hot_keys_frame,
+    hot_params,
+    is_hot_col,
+    sublist_length_col,
+    sublists,
+    sublists_col,
+)
+from joins.batch.sql_conf import sql_conf
+
+_K, _T, _L1, _L2, _SELF = "_k", "_t", "_L1", "_L2", "_self"
+_IDX = [_K, _T, _L1, _L2, _SELF]
+
+
+@dataclass(frozen=True)
+class TreeOptions:
+    """Knobs of one Tree-Join run (from ``ctx`` and ``ctx.params``)."""
+
+    threshold: float
+    partitions: int
+    seed: int
+    how: str = "inner"
+    self_join: bool = False
+    diagonal: bool = True
+    canonical_order: bool = True
+    sublist_ids: str = "position"
+
+    @staticmethod
+    def of(ctx: BatchContext, how: str, self_join: bool) -> TreeOptions:
+        p = ctx.params
+        ids = str(p.get("sublist_ids", "position"))
+        if ids not in ("position", "content"):
+            raise ValueError(f"sublist_ids must be 'position' or 'content', got {ids!r}")
+        return TreeOptions(
+            threshold=hot_params(p).threshold,
+            partitions=ctx.partitions,
+            seed=ctx.seed,
+            how=how,
+            self_join=self_join,
+            diagonal=bool(p.get("self_join_diagonal", True)),
+            canonical_order=bool(p.get("canonical_order", True)),
+            sublist_ids=ids,
+        )
+
+
+@dataclass
+class TreeStats:
+    """Exact counts of one run (reported in ``JoinResult.extra``)."""
+
+    iterations: int = 0
+    index_entries: int = 0
+    max_group_records: int = 0
+    replicated_records: int = 0
+    hot_keys_left: int = 0
+    hot_keys_right: int = 0
+    hot_keys_both: int = 0
+    broadcast_bytes: float = 0.0
+    entries_per_iteration: list[int] = field(default_factory=list)
+
+    def extra(self) -> dict[str, float]:
+        out = {k: float(v) for k, v in self.__dict__.items() if not isinstance(v, list)}
+        for i, n in enumerate(self.entries_per_iteration, start=1):
+            out[f"index_entries_it{i}"] = float(n)
+        return out
+
+
+# ------------------------------------------------------------------------- building the index
+
+
+def build_joined_index(left: DataFrame, right: DataFrame, on: str, opts: TreeOptions) -> DataFrame:
+    """buildJoinedIndex (Alg. 2): hash both relations by key, one entry <k, R-list, S-list> per key."""
+    tagged_l = left.select(left[on].alias(_K), C.record(left).alias("_l"),
+                           C.null_record(right).alias("_r"))
+    tagged_r = right.select(right[on].alias(_K), C.null_record(left).alias("_l"),
+                            C.record(right).alias("_r"))
+    return (
+        tagged_l.union(tagged_r)
+        .repartition(opts.partitions, _K)
+        .groupBy(_K)
+        .agg(F.collect_list("_l").alias(_L1), F.collect_list("_r").alias(_L2))
+        .select(_K, F.lit(0).cast("long").alias(_T), _L1, _L2, F.lit(False).alias(_SELF))
+    )
+
+
+def build_self_index(rel: DataFrame, on: str, opts: TreeOptions) -> DataFrame:
+    """The single-list cold index of a same-attribute self-join: <k, list, [], self>."""
+    return (
+        rel.select(rel[on].alias(_K), C.record(rel).alias("_l"))
+        .repartition(opts.partitions, _K)
+        .groupBy(_K)
+        .agg(F.collect_list("_l").alias(_L1))
+        .select(_K, F.lit(0).cast("long").alias(_T), _L1, C.empty_records(rel).alias(_L2),
+                F.lit(True).alias(_SELF))
+    )
+
+
+def _split_by_hot(df: DataFrame, on: str, hot: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """splitPartitionsLocally by membership in the broadcast hot-key map (no shuffle of df)."""
+    j = df.join(F.broadcast(hot), df[on] == hot["_hk"], "left")
+    hot_part = j.filter(F.col("_hk").isNotNull()).select(*[df[c] for c in df.columns], "_dl", "_dr")
+    cold_part = j.filter(F.col("_hk").isNull()).select(*[df[c] for c in df.columns])
+    return hot_part, cold_part
+
+
+def _own_sublist(rec: Column, n_sublists: Column, side: int, opts: TreeOptions) -> Column:
+    """getRandom({0..δ-1}) made reproducible: a hash of the record (and its position), seed, side."""
+    parts = [rec, F.lit(opts.seed), F.lit(side)]
+    if opts.sublist_ids == "position":
+        parts.append(F.monotonically_increasing_id())
+    return F.pmod(F.xxhash64(*parts), n_sublists)
+
+
+def unraveled_index(left_hot: DataFrame, right_hot: DataFrame, on: str, left: DataFrame,
+                    right: DataFrame, opts: TreeOptions) -> DataFrame:
+    """unravel (Alg. 7) + buildJoinedIndex on augmented keys + stripKeyPadding (Alg. 6 l. 8-11).
+
+    ``left_hot``/``right_hot`` carry ``_dl`` = δ of R's list and ``_dr`` = δ of S's list for the key.
+    An R record with own id a is emitted as <k, a, j> for every j < δ_S; an S record with own id b
+    as <k, i, b> for every i < δ_R; group <k, i, j> is R-sub-list i x S-sub-list j.
+    """
+    lcols = [left_hot[c] for c in left.columns]
+    rcols = [right_hot[c] for c in right.columns]
+    ul = left_hot.select(
+        left_hot[on].alias(_K),
+        _own_sublist(F.struct(*lcols), F.col("_dl"), 0, opts).alias("_i"),
+        F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dr") - 1)).alias("_j"),
+        F.struct(*lcols).alias("_l"), C.null_record(right).alias("_r"))
+    ur = right_hot.select(
+        right_hot[on].alias(_K),
+        F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_i"),
+        _own_sublist(F.struct(*rcols), F.col("_dr"), 1, opts).alias("_j"),
+        C.null_record(left).alias("_l"), F.struct(*rcols).alias("_r"))
+    return (
+        ul.union(ur.select(_K, "_i", "_j", "_l", "_r"))
+        .repartition(opts.partitions, _K, "_i", "_j")
+        .groupBy(_K, "_i", "_j")
+        .agg(F.collect_list("_l").alias(_L1), F.collect_list("_r").alias(_L2))
+        .select(_K, F.xxhash64("_i", "_j").alias(_T), _L1, _L2, F.lit(False).alias(_SELF))
+    )
+
+
+def unraveled_self_index(rel_hot: DataFrame, on: str, rel: DataFrame,
+                         opts: TreeOptions) -> DataFrame:
+    """Self-join unraveling: a record with own id a goes to <k, min(a,b), max(a,b)> for b < δ.
+
+    It joins the L1 side of its group when a is the smaller id, else the L2 side; <k, a, a> is a
+    single-list (self) entry. Each record is replicated δ times instead of δ_R + δ_S.
+    """
+    cols = [rel_hot[c] for c in rel.columns]
+    own = _own_sublist(F.struct(*cols), F.col("_dl"), 0, opts)
+    u = rel_hot.select(
+        rel_hot[on].alias(_K), own.alias("_a"),
+        F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_b"),
+        F.struct(*cols).alias("_rec"))
+    u = u.select(_K, F.least("_a", "_b").alias("_i"), F.greatest("_a", "_b").alias("_j"),
+                 F.when(F.col("_a") <= F.col("_b"), F.col("_rec")).alias("_l"),
+                 F.when(F.col("_a") > F.col("_b"), F.col("_rec")).alias("_r"))
+    return (
+        u.repartition(opts.partitions, _K, "_i", "_j")
+        .groupBy(_K, "_i", "_j")
+        .agg(F.collect_list("_l").alias(_L1), F.collect_list("_r").alias(_L2))
+        .select(_K, F.xxhash64("_i", "_j").alias(_T), _L1, _L2,
+                (F.col("_i") == F.col("_j")).alias(_SELF))
+    )
+
+
+# ------------------------------------------------------------------------------- iterations
+
+
+def _len1() -> Column:
+    return F.size(_L1)
+
+
+def _len2() -> Column:
+    return F.when(F.col(_SELF), F.size(_L1)).otherwise(F.size(_L2))
+
+
+def _held() -> Column:
+    """Records one task holds for this entry."""
+    return F.when(F.col(_SELF), F.size(_L1)).otherwise(F.size(_L1) + F.size(_L2))
+
+
+def _is_hot(opts: TreeOptions) -> Column:
+    return is_hot_col(_len1(), _len2(), opts.threshold)
+
+
+def _sorted(c: str, opts: TreeOptions) -> Column:
+    return F.array_sort(c) if opts.canonical_order else F.col(c)
+
+
+def cold_pairs(cold: DataFrame, opts: TreeOptions) -> DataFrame:
+    """getAllValuePairs (Alg. 4) on cold entries, with outer padding; columns ``_l``, ``_r``."""
+    how = opts.how
+    two = cold.filter(~F.col(_SELF)) if opts.self_join else cold
+    el = F.explode_outer if how in ("right", "full") else F.explode
+    er = F.explode_outer if how in ("left", "full") else F.explode
+    pairs = two.select(el(_L1).alias("_l"), _L2).select("_l", er(_L2).alias("_r"))
+    if not opts.self_join:
+        return pairs
+    off = 0 if opts.diagonal else 1
+    one = cold.filter(F.col(_SELF)).select(_sorted(_L1, opts).alias(_L1))
+    tri = one.select(F.posexplode(_L1).alias("_p", "_l"), _L1).select(
+        "_l",
+        F.explode(F.slice(_L1, (F.col("_p") + 1 + off).cast("int"),
+                          (F.size(_L1) - F.col("_p") - off).cast("int"))).alias("_r"))
+    return pairs.union(tri)
+
+
+def _chunk_two(hot: DataFrame, opts: TreeOptions) -> DataFrame:
+    """chunkPairOfLists + getAllValuePairs on sub-lists: δ1·δ2 entries per hot entry."""
+    n1, n2 = F.size(_L1), F.size(_L2)
+    h = hot.select(_K, _T, _sorted(_L1, opts).alias(_L1), _sorted(_L2, opts).alias(_L2),
+                   sublists_col(n1).alias("_d1"), sublist_length_col(n1).alias("_c1"),
+                   sublists_col(n2).alias("_d2"), sublist_length_col(n2).alias("_c2"))
+    h = h.withColumn("_i", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_d1") - 1)))
+    h = h.withColumn("_j", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_d2") - 1)))
+    return h.select(
+        _K, F.xxhash64(_T, "_i", "_j").alias(_T),
+        F.slice(_L1, (F.col("_i") * F.col("_c1") + 1).cast("int"), F.col("_c1").cast("int")).alias(_L1),
+        F.slice(_L2, (F.col("_j") * F.col("_c2") + 1).cast("int"), F.col("_c2").cast("int")).alias(_L2),
+        F.lit(False).alias(_SELF))
+
+
+def _chunk_self(hot: DataFrame, opts: TreeOptions) -> DataFrame:
+    """Chunk a self list into δ sub-lists; entries i <= j (diagonal ones stay self entries)."""
+    n = F.size(_L1)
+    h = hot.select(_K, _T, _sorted(_L1, opts).alias(_L1), _L2,
+                   sublists_col(n).alias("_d"), sublist_length_col(n).alias("_c"))
+    h = h.withColumn("_i", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_d") - 1)))
+    h = h.withColumn("_j", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_d") - 1)))
+    h = h.filter(F.col("_i") <= F.col("_j"))
+
+    def sub(idx: str) -> Column:
+        return F.slice(_L1, (F.col(idx) * F.col("_c") + 1).cast("int"), F.col("_c").cast("int"))
+
+    diag = F.col("_i") == F.col("_j")
+    l2_type = ArrayType(hot.schema[_L1].dataType.elementType, True)
+    return h.select(
+        _K, F.xxhash64(_T, "_i", "_j").alias(_T), sub("_i").alias(_L1),
+        F.when(diag, F.array().cast(l2_type)).otherwise(sub("_j")).alias(_L2), diag.alias(_SELF))
+
+
+def next_index(hot: DataFrame, opts: TreeOptions, iteration: int) -> DataFrame:
+    """The hot entries chunked, then randomShuffle'd (partition = hash(key, tag, seed, iteration))."""
+    chunks = _chunk_two(hot.filter(~F.col(_SELF)), opts)
+    if opts.self_join:
+        chunks = chunks.union(_chunk_self(hot.filter(F.col(_SELF)), opts))
+    target = F.xxhash64(_K, _T, F.lit(opts.seed), F.lit(iteration))
+    return chunks.repartition(opts.partitions, target)
+
+
+def index_stats(idx: DataFrame, opts: TreeOptions) -> tuple[int, int, int]:
+    """(entries, hot entries, largest entry's records): one action on the persisted index."""
+    row = idx.agg(
+        F.count(F.lit(1)),
+        F.sum(_is_hot(opts).cast("long")),
+        F.max(_held()),
+    ).collect()[0]
+    return int(row[0]), int(row[1] or 0), int(row[2] or 0)
+
+
+def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: TreeStats,
+                   record_bytes: float) -> list[DataFrame]:
+    """The driver loop of Alg. 1/6: iterate until the joined index is empty; the partial results."""
+    partials: list[DataFrame] = []
+    iteration = 0
+    while True:
+        idx = C.persist(idx)
+        entries, hot, held = index_stats(idx, opts)
+        if entries == 0:
+            break
+        iteration += 1
+        stats.index_entries += entries
+        stats.entries_per_iteration.append(entries)
+        stats.max_group_records = max(stats.max_group_records, held)
+        ctx.require_memory("largest key group", held * record_bytes)
+        hot_flag = _is_hot(opts)
+        partials.append(cold_pairs(idx.filter(~hot_flag), opts))
+        if hot == 0:
+            break
+        idx = next_index(idx.filter(hot_flag), opts, iteration)
+    stats.iterations = iteration
+    return partials
+
+
+# ---------------------------------------------------------------------------- the algorithms
+
+
+def shared_hot_keys(kr: Mapping[Hashable, int],
+                    ks: Mapping[Hashable, int]) -> dict[Hashable, tuple[int, int]]:
+    """κ_RS = κ_R ⋈ κ_S: key -> (frequency in R, frequency in S)."""
+    return {k: (int(c), int(ks[k])) for k, c in kr.items() if k in ks}
+
+
+def initial_index_parts(ctx: BatchContext, left: DataFrame, right: DataFrame, on: str,
+                        opts: TreeOptions, basic: bool, stats: TreeStats,
+                        kr: Mapping[Hashable, int] | None = None,
+                        ks: Mapping[Hashable, int] | None = None) -> list[DataFrame]:
+    """joined_index_0: one part (Basic) or the cold index plus the unraveled hot index."""
+    if basic:
+        return [build_self_index(left, on, opts) if opts.self_join
+                else build_joined_index(left, right, on, opts)]
+    hp = hot_params(ctx.params)
+    kr = dict(kr) if kr is not None else get_hot_keys(left, on, hp)
+    if opts.self_join:
+        ks = kr
+    else:
+        ks = dict(ks) if ks is not None else get_hot_keys(right, on, hp)
+    krs = shared_hot_keys(kr, ks)
+    stats.hot_keys_left, stats.hot_keys_right, stats.hot_keys_both = len(kr), len(ks), len(krs)
+    if not krs:
+        return [build_self_index(left, on, opts) if opts.self_join
+                else build_joined_index(left, right, on, opts)]
+    dl = [sublists(a) for a, _ in krs.values()]
+    dr = [sublists(b) for _, b in krs.values()]
+    hot = hot_keys_frame(ctx.spark, krs, left.schema[on].dataType, {"_dl": dl, "_dr": dr})
+    stats.broadcast_bytes += len(krs) * (C.key_bytes(left, on) + 16)
+    lh, lc = _split_by_hot(left, on, hot)
+    if opts.self_join:
+        stats.replicated_records = sum(a * d for (a, _), d in zip(krs.values(), dl, strict=True))
+        return [build_self_index(lc, on, opts), unraveled_self_index(lh, on, left, opts)]
+    rh, rc = _split_by_hot(right, on, hot.withColumn("_hk", F.col("_hk").cast(right.schema[on].dataType)))
+    stats.replicated_records = sum(a * s + b * r for (a, b), r, s in zip(krs.values(), dl, dr, strict=True))
+    return [build_joined_index(lc, rc, on, opts), unraveled_index(lh, rh, on, left, right, opts)]
+
+
+def partition_loads(parts: list[DataFrame], partitions: int) -> list[int]:
+    """Record pairs each partition of joined_index_0 is responsible for (Fig. 3's load measure).
+
+    Partition i of every part is counted together, as Fig. 3 assumes ("each partition of the
+    initial cold joined index is unioned with the corresponding partition of the hot one").
+    """
+    loads = [0] * partitions
+    for part in parts:
+        pairs = F.when(F.col(_SELF), (F.size(_L1) * (F.size(_L1) + 1)) / 2).otherwise(
+            F.size(_L1) * F.size(_L2))
+        rows = (part.select(F.spark_partition_id().alias("_p"), pairs.cast("long").alias("_n"))
+                .groupBy("_p").agg(F.sum("_n")).collect())
+        for p, n in rows:
+            loads[p % partitions] += int(n)
+    return loads
+
+
+def tree_join_pairs(ctx: BatchContext, left: DataFrame, right: DataFrame, on: str,
+                    opts: TreeOptions, basic: bool, kr: Mapping[Hashable, int] | None = None,
+                    ks: Mapping[Hashable, int] | None = None) -> tuple[DataFrame, TreeStats]:
+    """Tree-Join of non-null-key inputs, in the output convention; ``right`` ignored for self-joins."""
+    stats = TreeStats()
+    if opts.self_join:
+        right = left
+    parts = initial_index_parts(ctx, left, right, on, opts, basic, stats, kr, ks)
+    rb = max(C.row_bytes(ctx, left), C.row_bytes(ctx, right))
+    partials = run_iterations(ctx, C.union_all(parts), opts, stats, rb)
+    if not partials:
+        empty = ctx.spark.createDataFrame([], C.pairs_schema(left, right))
+        return empty, stats
+    return C.pairs_to_output(C.union_all(partials), left, right), stats
+
+
+def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
+         basic: bool) -> JoinResult:
+    if spec.self_join and spec.how != "inner":
+        raise ValueError("a same-attribute self-join is an inner join")
+    conf = C.shuffle_conf(ctx)
+    opts = TreeOptions.of(ctx, spec.how, spec.self_join)
+    with sql_conf(ctx.spark, conf):
+        lk, lnull = C.split_null_keys(left, spec.on)
+        rk, rnull = C.split_null_keys(left if spec.self_join else right, spec.on)
+        out, stats = tree_join_pairs(ctx, lk, rk, spec.on, opts, basic)
+        frames = [out]
+        if spec.how in ("left", "full"):
+            frames.append(C.pad_left_only(lnull, right))
+        if spec.how in ("right", "full"):
+            frames.append(C.pad_right_only(rnull, left))
+    return JoinResult(C.union_all(frames), extra=stats.extra(), sql_conf=conf)
+
+
+def tree_join_basic(ctx: BatchContext, left: DataFrame, right: DataFrame,
+                    spec: JoinSpec) -> JoinResult:
+    """treeJoinBasic (Alg. 1): the initial joined index holds each key's whole lists on one task."""
+    return _run(ctx, left, right, spec, basic=True)
+
+
+def tree_join(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) -> JoinResult:
+    """treeJoin (Alg. 6): keys hot in both relations are unraveled instead of grouped."""
+    return _run(ctx, left, right, spec, basic=False)

@@ -1,0 +1,52 @@
+"""Deterministic per-tuple randomness: the same tuple routes identically on every recomputation.
+
+Squall routes a tuple to a *uniformly random* row (R) or column (S) of the (n,m) grid. A Spark
+task may be recomputed (lineage, retries), so the "random" draw must be a pure function of the
+tuple: ``u = splitmix64(seed, relation, tuple id)``, a 32-bit coordinate stored with the tuple.
+The partition index under n parts is ``floor(u * n / 2^32)``, so partitions nest when n doubles
+(``part(u, 2n) // 2 == part(u, n)``), which makes the pairwise exchange of catalogue 2.8 exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_U64 = np.uint64
+_GOLDEN = _U64(0x9E3779B97F4A7C15)
+_M1 = _U64(0xBF58476D1CE4E5B9)
+_M2 = _U64(0x94D049BB133111EB)
+
+
+def splitmix64(x: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser (Steele et al.), vectorised; wraps modulo 2^64 by design."""
+    with np.errstate(over="ignore"):
+        z = np.asarray(x).astype(_U64) + _GOLDEN
+        z = (z ^ (z >> _U64(30))) * _M1
+        z = (z ^ (z >> _U64(27))) * _M2
+        return z ^ (z >> _U64(31))
+
+
+def tuple_u(seed: int, is_r: np.ndarray | bool, tid: np.ndarray) -> np.ndarray:
+    """The 32-bit routing coordinate of each tuple (uint32), a pure function of its identity."""
+    salt = splitmix64(np.array([seed * 2], dtype=np.int64))[0]
+    rel = np.asarray(is_r).astype(_U64)
+    with np.errstate(over="ignore"):
+        mixed = splitmix64(np.asarray(tid).astype(_U64) ^ salt ^ (rel * _U64(0x5851F42D4C957F2D)))
+    return (mixed >> _U64(32)).astype(np.uint32)
+
+
+def part_of(u: np.ndarray, n: int) -> np.ndarray:
+    """Which of ``n`` equal parts the coordinate falls in (nested when n doubles)."""
+    return ((np.asarray(u).astype(_U64) * _U64(n)) >> _U64(32)).astype(np.int64)
+
+
+def key_hash(keys: np.ndarray) -> np.ndarray:
+    """A hash of float64 join keys (equal keys, including -0.0/0.0, hash alike; NaN to one value)."""
+    k = np.asarray(keys, dtype=np.float64) + 0.0  # -0.0 + 0.0 == +0.0
+    k = np.where(np.isnan(k), np.float64(np.nan), k)
+    return splitmix64(k.view(np.int64))
+
+
+def reshuffler_of(seed: int, seq: np.ndarray, j: int) -> np.ndarray:
+    """Which of the J reshufflers a tuple lands on (the paper sends each tuple to a random one)."""
+    return part_of(tuple_u(seed + 7919, True, seq), j)
