@@ -92,7 +92,7 @@ def _state(folder: Path, digest: str) -> str:
 def materialize_into(folder: Path, generator: str, resolved: Mapping[str, Any], *, spark=None,
                      progress: bool = True, force: bool = False) -> Path:
     """Generate ``generator(resolved)`` into exactly ``folder`` (reused if already there)."""
-    folder = Path(folder)
+    folder = Path(folder).absolute()  # Spark executors may run in another working directory
     digest = config_hash(generator, resolved)
     state = _state(folder, digest)
     if state == "same" and not force:

@@ -67,7 +67,7 @@ def _rankfreq(args: list[str]) -> int:
     res = plot_rankfreq(
         args[0], str(kw.get("column", "key")), str(kw.get("out", "rankfreq.png")),
         table=None if kw.get("table") is None else str(kw["table"]),
-        fit_min_freq=coerce("fit_min_freq", kw.get("fit_min_freq", 2), int),
+        fit_min_freq=coerce("fit_min_freq", kw.get("fit_min_freq", 10), int),
         fit_max_rank=coerce("fit_max_rank", kw.get("fit_max_rank"), int | None),
     )
     print(f"{res['out']}: {res['rows']:,} rows, {res['distinct']:,} distinct, "

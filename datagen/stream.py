@@ -70,6 +70,9 @@ def _fingerprint(path: Path) -> dict[str, Any]:
 
     if not path.exists():
         raise GeneratorError(f"input {path} does not exist")
+    if (path / "manifest.json").exists():
+        raise GeneratorError(f"input {path} is a generated input folder; pass one of its tables, "
+                             f"e.g. {path / 'R.parquet'}")
     try:
         digest = read_manifest(path.parent)["config_hash"]
         return {"path": str(path), "config_hash": digest}

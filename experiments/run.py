@@ -131,7 +131,10 @@ def _given(overrides: list[str], key: str) -> str | None:
 
 def sweep_overrides(argv: list[str]) -> tuple[list[str], int]:
     """Add the figure's series and x values for the dimensions the user did not pin."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
     overrides = [a for a in argv if not a.startswith("-")]
+    OverridesParser.create().parse_overrides(overrides)  # malformed overrides fail here
     fig = _given(overrides, "figure")
     if fig and "," in fig:
         raise UsageError("run one figure at a time (make reproduce-<paper> runs several)")

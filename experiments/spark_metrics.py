@@ -85,11 +85,18 @@ class RunMetrics:
         return out.reset_index()
 
     def summary(self) -> dict[str, float]:
-        """Whole-run totals and the imbalance of the heaviest stage (by records processed)."""
+        """Whole-run totals and the imbalance of the heaviest reduce-side stage.
+
+        The reduce side (stages reading shuffled data) is where a join's key skew lands; a run
+        without shuffles (broadcast) falls back to its heaviest stage.
+        """
         t = self.tasks
         if t.empty:
             return {"spark_jobs": self.jobs, "spark_stages": 0, "spark_tasks": 0}
         st = self.stages
+        reduce_side = st[st["shuffle_read_bytes"] > 0]
+        if not reduce_side.empty:
+            st = reduce_side
         work = st["records_in"] + st["rows_produced"]
         heavy = st.loc[work.idxmax()]
         tasks = t[(t.stage_id == heavy.stage_id) & (t.stage_attempt == heavy.stage_attempt)]

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.paths import CONF, SCRATCH
+from experiments.paths import CONF, ROOT, SCRATCH
 
 _session = None
 _session_key: tuple | None = None
@@ -79,6 +79,10 @@ def get_spark(
     # local-cluster workers write executor logs under $SPARK_WORKER_DIR (default: inside the
     # PySpark package); keep them in our ignored scratch folder instead.
     os.environ.setdefault("SPARK_WORKER_DIR", str(SCRATCH / "spark-worker"))
+    # Python workers (also on local-cluster executors) import the project's own packages.
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if str(ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *paths])
     os.environ.setdefault("SPARK_LOCAL_DIRS", str(SCRATCH / "spark-local"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)

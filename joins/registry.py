@@ -43,6 +43,25 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("broadcast_join", "batch", "amjoin", "joins.batch.spark_builtin:broadcast_join",
                   ("inner", "left", "right"),
                   "Broadcast the smaller relation (the right one for inner joins)"),
+        # Skew-join and Small-Large outer-join baselines of the AM-Join paper
+        Algorithm("full_skew_join", "batch", "amjoin", "joins.batch.full_skew_join:run",
+                  ("inner",),
+                  "Full-SkewJoin (PRPD family): hot keys round-robin + broadcast, rest hashed"),
+        Algorithm("fgsd_join", "batch", "amjoin", "joins.batch.fgsd_join:run", ("inner",),
+                  "FGSD-Join: sampled cross-relation histogram, load-balanced key ranges"),
+        Algorithm("der", "batch", "amjoin", "joins.batch.der:run", _ALL,
+                  "DER Small-Large outer join: broadcast small side, redistribute unjoined ids"),
+        Algorithm("ddr", "batch", "amjoin", "joins.batch.ddr:run", _ALL,
+                  "DDR Small-Large outer join: broadcast small side, redistribute unjoined records"),
+        # Online operators of the Squall paper (joins.online engine)
+        Algorithm("dynamic", "online", "squall", "joins.online.operators:dynamic", ("inner",),
+                  "Squall DYNAMIC: adaptive (n,m) grid, doubling trigger, pairwise migration"),
+        Algorithm("static_mid", "online", "squall", "joins.online.operators:static_mid",
+                  ("inner",), "Squall STATICMID: fixed (sqrt J, sqrt J) grid"),
+        Algorithm("static_opt", "online", "squall", "joins.online.operators:static_opt",
+                  ("inner",), "Squall STATICOPT: fixed grid optimal for the final sizes"),
+        Algorithm("shj", "online", "squall", "joins.online.operators:shj", ("inner",),
+                  "Parallel symmetric hash join, hash-partitioned on the key (equi only)"),
     ]
 }
 

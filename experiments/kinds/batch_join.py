@@ -57,6 +57,12 @@ def _oracle_rows(folder: Path, left: str, right: str, on: str, how: str) -> int:
     return rows
 
 
+def inputs(pc: PointContext) -> tuple[str, dict[str, Any]]:
+    """The generator and parameters of this point's input relations."""
+    wl = point_settings(pc)["workload"]
+    return wl["generator"], {**wl["params"], "seed": wl["params"].get("seed", pc.seed)}
+
+
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
 
@@ -65,7 +71,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     spark = get_spark(**pc.spark_cfg)
     out = PointOutcome(status="ok", spark_version=spark.version,
                        spark_master=spark.sparkContext.master)
-    gen_params = {**wl["params"], "seed": wl["params"].get("seed", pc.seed)}
+    _, gen_params = inputs(pc)
     folder = Path(materialize(wl["generator"], gen_params, spark=spark, progress=pc.progress))
     left_t, right_t = wl.get("tables", ["R", "S"])
     spec = JoinSpec(on=wl.get("key_column", "key"), how=wl.get("how", "inner"),

@@ -11,6 +11,7 @@ is lazy and reads those caches, so they cannot be dropped inside ``run``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from pyspark.sql.types import (
     DecimalType,
     NumericType,
     StringType,
+    StructField,
     StructType,
     TimestampNTZType,
     TimestampType,
@@ -63,10 +65,8 @@ def release_all() -> int:
     n = len(_PERSISTED)
     while _PERSISTED:
         df = _PERSISTED.pop()
-        try:
+        with contextlib.suppress(Exception):  # the session may already be stopped
             df.unpersist()
-        except Exception:  # noqa: BLE001 - the session may already be stopped
-            pass
     return n
 
 
@@ -92,6 +92,13 @@ def pairs_to_output(pairs: DataFrame, left: DataFrame, right: DataFrame,
         *[F.col(lcol).getField(c).alias("l_" + c) for c in left.columns],
         *[F.col(rcol).getField(c).alias("r_" + c) for c in right.columns],
     )
+
+
+def pairs_schema(left: DataFrame, right: DataFrame) -> StructType:
+    """The output schema: every left column as ``l_*``, every right column as ``r_*``."""
+    fields = [StructField("l_" + f.name, f.dataType, True) for f in left.schema.fields]
+    fields += [StructField("r_" + f.name, f.dataType, True) for f in right.schema.fields]
+    return StructType(fields)
 
 
 def pad_left_only(df: DataFrame, right: DataFrame) -> DataFrame:

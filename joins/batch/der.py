@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec
 from joins.batch import small_large as sl
+from joins.batch.sql_conf import sql_conf
 
 _SID = "_der_sid"
 
@@ -62,13 +63,34 @@ def _unjoined_ids(index_bc, ids_bc, key: str):
     return scan
 
 
+def _detect(ctx: BatchContext, small_ids: DataFrame, large_n: DataFrame, key: str,
+            n: int) -> tuple[DataFrame, float, float]:
+    """Ship the ids unjoined on each R_i by hash and count them per id (DER's reduce side).
+
+    Returns the persisted per-id counts, the ids shipped and the unjoinable ids (count == n).
+    """
+    collected = small_ids.select(key, _SID).toArrow()
+    sc = ctx.spark.sparkContext
+    index_bc = sc.broadcast(sl.build_key_index(collected.column(key)))
+    ids_bc = sc.broadcast(collected.column(_SID).to_numpy())
+    shipped = large_n.select(key).mapInArrow(_unjoined_ids(index_bc, ids_bc, key), f"{_SID} long")
+    per_id = shipped.groupBy(_SID).agg(F.count(F.lit(1)).alias("copies"))
+    per_id = per_id.persist(StorageLevel.MEMORY_AND_DISK)
+    totals = per_id.agg(
+        F.sum("copies").alias("items"),
+        F.sum(F.when(F.col("copies") == n, 1).otherwise(0)).alias("unjoinable"),
+    ).collect()[0]
+    return per_id, float(totals["items"] or 0), float(totals["unjoinable"] or 0)
+
+
 def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) -> JoinResult:
     r = sl.roles(ctx, spec)
     large, small = sl.split_inputs(left, right, r)
     m_id, m_s = sl.item_sizes(ctx)
     n = int(ctx.executors)
 
-    small_ids, small_rows, id_seconds = assign_ids(small)
+    with sql_conf(ctx.spark, sl.sql_options(ctx)):
+        small_ids, small_rows, id_seconds = assign_ids(small)
     ctx.require_memory("broadcast small relation", small_rows * m_s)
     large_n, shuffled = sl.layout_large(large, n)
     small_plain = small_ids.drop(_SID)
@@ -86,20 +108,8 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
     }
     if r.preserve_small:
         start = time.perf_counter()
-        collected = small_ids.select(spec.on, _SID).toArrow()
-        sc = ctx.spark.sparkContext
-        index_bc = sc.broadcast(sl.build_key_index(collected.column(spec.on)))
-        ids_bc = sc.broadcast(collected.column(_SID).to_numpy())
-        shipped = large_n.select(spec.on).mapInArrow(
-            _unjoined_ids(index_bc, ids_bc, spec.on), f"{_SID} long")
-        # The hash redistribution of ids and the count per id (DER's reduce side).
-        per_id = shipped.groupBy(_SID).agg(F.count(F.lit(1)).alias("copies"))
-        per_id = per_id.persist(StorageLevel.MEMORY_AND_DISK)
-        totals = per_id.agg(
-            F.sum("copies").alias("items"),
-            F.sum(F.when(F.col("copies") == n, 1).otherwise(0)).alias("unjoinable"),
-        ).collect()[0]
-        items, unjoinable = float(totals["items"] or 0), float(totals["unjoinable"] or 0)
+        with sql_conf(ctx.spark, sl.sql_options(ctx)):
+            per_id, items, unjoinable = _detect(ctx, small_ids, large_n, spec.on, n)
         extra["detection_seconds"] = time.perf_counter() - start
         unjoinable_ids = per_id.where(F.col("copies") == n).select(_SID)
         # DER's second join: unjoinable ids inner Hash-Joined with S (a shuffle join).

@@ -43,7 +43,7 @@ For the Basic variant the first index holds whole key groups; for ``tree_join`` 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -174,16 +174,18 @@ def unraveled_index(left_hot: DataFrame, right_hot: DataFrame, on: str, left: Da
     """
     lcols = [left_hot[c] for c in left.columns]
     rcols = [right_hot[c] for c in right.columns]
+    # the own id is drawn in its own projection, before the explode: Spark evaluates the other
+    # expressions of a generator's select once per *output* row
     ul = left_hot.select(
-        left_hot[on].alias(_K),
-        _own_sublist(F.struct(*lcols), F.col("_dl"), 0, opts).alias("_i"),
-        F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dr") - 1)).alias("_j"),
-        F.struct(*lcols).alias("_l"), C.null_record(right).alias("_r"))
+        left_hot[on].alias(_K), _own_sublist(F.struct(*lcols), F.col("_dl"), 0, opts).alias("_i"),
+        "_dr", F.struct(*lcols).alias("_l"),
+    ).select(_K, "_i", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dr") - 1)).alias("_j"),
+             "_l", C.null_record(right).alias("_r"))
     ur = right_hot.select(
-        right_hot[on].alias(_K),
-        F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_i"),
-        _own_sublist(F.struct(*rcols), F.col("_dr"), 1, opts).alias("_j"),
-        C.null_record(left).alias("_l"), F.struct(*rcols).alias("_r"))
+        right_hot[on].alias(_K), _own_sublist(F.struct(*rcols), F.col("_dr"), 1, opts).alias("_j"),
+        "_dl", F.struct(*rcols).alias("_r"),
+    ).select(_K, F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_i"),
+             "_j", C.null_record(left).alias("_l"), "_r")
     return (
         ul.union(ur.select(_K, "_i", "_j", "_l", "_r"))
         .repartition(opts.partitions, _K, "_i", "_j")
@@ -202,10 +204,10 @@ def unraveled_self_index(rel_hot: DataFrame, on: str, rel: DataFrame,
     """
     cols = [rel_hot[c] for c in rel.columns]
     own = _own_sublist(F.struct(*cols), F.col("_dl"), 0, opts)
-    u = rel_hot.select(
-        rel_hot[on].alias(_K), own.alias("_a"),
-        F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_b"),
-        F.struct(*cols).alias("_rec"))
+    u = rel_hot.select(rel_hot[on].alias(_K), own.alias("_a"), "_dl",
+                       F.struct(*cols).alias("_rec"))
+    u = u.select(_K, "_a", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_b"),
+                 "_rec")
     u = u.select(_K, F.least("_a", "_b").alias("_i"), F.greatest("_a", "_b").alias("_j"),
                  F.when(F.col("_a") <= F.col("_b"), F.col("_rec")).alias("_l"),
                  F.when(F.col("_a") > F.col("_b"), F.col("_rec")).alias("_r"))
@@ -356,10 +358,8 @@ def initial_index_parts(ctx: BatchContext, left: DataFrame, right: DataFrame, on
                 else build_joined_index(left, right, on, opts)]
     hp = hot_params(ctx.params)
     kr = dict(kr) if kr is not None else get_hot_keys(left, on, hp)
-    if opts.self_join:
-        ks = kr
-    else:
-        ks = dict(ks) if ks is not None else get_hot_keys(right, on, hp)
+    if ks is None:
+        ks = kr if opts.self_join else get_hot_keys(right, on, hp)
     krs = shared_hot_keys(kr, ks)
     stats.hot_keys_left, stats.hot_keys_right, stats.hot_keys_both = len(kr), len(ks), len(krs)
     if not krs:
@@ -402,6 +402,8 @@ def tree_join_pairs(ctx: BatchContext, left: DataFrame, right: DataFrame, on: st
     stats = TreeStats()
     if opts.self_join:
         right = left
+    if not (C.is_orderable(left.schema) and C.is_orderable(right.schema)):
+        opts = replace(opts, canonical_order=False)  # e.g. map columns cannot be sorted
     parts = initial_index_parts(ctx, left, right, on, opts, basic, stats, kr, ks)
     rb = max(C.row_bytes(ctx, left), C.row_bytes(ctx, right))
     partials = run_iterations(ctx, C.union_all(parts), opts, stats, rb)

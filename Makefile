@@ -1,0 +1,65 @@
+# Skew-join reproduction harness. `make reproduce` and `make test` work on a fresh clone:
+# every target installs the project's virtual environment on first use.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum < requirements.lock | cut -d' ' -f1)
+SCALE ?= small
+SPARK ?= local
+ARGS ?=
+
+# Per-figure and per-paper targets are derived from conf/figure/, never written by hand.
+FIGURES := $(sort $(patsubst conf/figure/%.yaml,%,$(wildcard conf/figure/*/*.yaml)))
+PAPERS := $(sort $(foreach f,$(FIGURES),$(firstword $(subst /, ,$(f)))))
+FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
+PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))
+
+.PHONY: help setup test lint list reproduce reproduce-all report calibrate bench data clean \
+        $(FIGURE_TARGETS) $(PAPER_TARGETS)
+
+help:
+	@echo "make reproduce             headline figures at SCALE=$(SCALE) on SPARK=$(SPARK)"
+	@echo "make reproduce-<paper>     every figure of a paper: $(PAPERS)"
+	@echo "make reproduce-<p>-<fig>   one figure (make list shows them)"
+	@echo "make reproduce-all | report | test | lint | calibrate | bench | data | clean"
+
+$(STAMP): requirements.lock
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --disable-pip-version-check -q -r requirements.lock
+	@rm -f $(VENV)/.installed-* && touch $@
+
+setup: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+list: $(STAMP)
+	@$(PY) -m experiments.figures list all
+
+reproduce: $(STAMP)
+	$(PY) -m experiments.reproduce headline scale=$(SCALE) spark=$(SPARK) $(ARGS)
+
+reproduce-all: $(STAMP)
+	$(PY) -m experiments.reproduce all scale=$(SCALE) spark=$(SPARK) $(ARGS)
+
+$(FIGURE_TARGETS) $(PAPER_TARGETS): reproduce-%: $(STAMP)
+	$(PY) -m experiments.reproduce $(subst -,/,$*) scale=$(SCALE) spark=$(SPARK) $(ARGS)
+
+report: $(STAMP)
+	$(PY) -m experiments.report scale=$(SCALE)
+
+calibrate: $(STAMP)
+	$(PY) -m experiments.calibrate
+
+bench: $(STAMP)
+	$(PY) -m benchmarks $(ARGS)
+
+data: $(STAMP)
+	$(PY) -m experiments.reproduce headline scale=$(SCALE) spark=$(SPARK) data_only=true $(ARGS)
+
+clean:
+	rm -rf scratch .pytest_cache .ruff_cache .hypothesis

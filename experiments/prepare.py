@@ -1,0 +1,40 @@
+"""Generate (and cache) every input a figure's sweep needs, without running any join:
+``python -m experiments.prepare figure=<paper>/<fig> [scale=..]`` (``make data``)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from experiments.figure_spec import plain, x_values
+from experiments.kinds import KINDS, PointContext
+from experiments.run import compose
+
+
+def main(argv: list[str]) -> int:
+    cfg = compose(argv)
+    figure = plain(cfg.figure)
+    module = importlib.import_module(KINDS[figure["kind"]].partition(":")[0])
+    if not hasattr(module, "inputs"):
+        print(f"{figure['id']}: kind {figure['kind']} generates its inputs while running")
+        return 0
+    from datagen import materialize
+    from experiments.spark_session import get_spark
+
+    spark = get_spark(cfg.spark.master, cfg.spark.master_env, dict(cfg.spark.conf),
+                      cfg.spark.driver_memory)
+    seen = set()
+    for series in figure["series"]:
+        for x in x_values(figure, cfg.scale.name):
+            pc = PointContext(figure=figure, series=series, x=x, scale=cfg.scale.name,
+                              seed=int(cfg.seed), spark_cfg={}, calibration=None)
+            generator, params = module.inputs(pc)
+            key = (generator, tuple(sorted(params.items())))
+            if key not in seen:
+                seen.add(key)
+                print(f"{figure['id']}: {generator} -> {materialize(generator, params, spark=spark)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,98 @@
+"""Write REPORT.md: per figure the chart, the paper-vs-reproduced table and each target's
+verdict (met / not met / not checkable), from results/ only. ``make report``."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from experiments.figures import figure_ids, load_figure
+from experiments.paths import ROOT
+from experiments.results import read_results
+from experiments.run import compose
+from experiments.targets import evaluate
+from figures.plot import output_base, plot_figure
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _paper_table(figure: dict, results: pd.DataFrame) -> list[str]:
+    paper = figure.get("paper_values", [])
+    if not paper:
+        return ["The paper gives no plotted numbers for this figure (its claims are the "
+                "targets below)."]
+    lines = ["| series | x | metric | paper | reproduced | unit |", "|---|---|---|---|---|---|"]
+    for p in paper:
+        metric = p.get("metric", figure["plot"].get("y"))
+        hit = results[(results.series == p["series"]) & (results.metric == metric)
+                      & ((results.x - float(p["x"])).abs() < 1e-9)]
+        ours = f"{hit.value.mean():.4g} ({hit.status.iloc[0]})" if len(hit) else "not run"
+        lines.append(f"| {p['series']} | {p['x']} | {metric} | {p['value']} "
+                     f"{p.get('unit', '')} | {ours} | {p.get('note', '')} |")
+    return lines
+
+
+def figure_section(figure_id: str, scale: str, results_root: str) -> tuple[list[str], Counter]:
+    figure = load_figure(figure_id, scale)
+    results = read_results(results_root, figure_id)
+    lines = [f"## {figure_id}: {figure['title']}", ""]
+    tally: Counter = Counter()
+    if results.empty:
+        lines += [f"No results at scale={scale} yet (`make reproduce-"
+                  f"{figure_id.replace('/', '-')}`).", ""]
+        tally["no results"] += 1
+        return lines, tally
+    png = plot_figure(figure_id, scale, results_root)
+    if png is not None:
+        lines += [f"![{figure_id}]({png.relative_to(ROOT)})", ""]
+    points = results.groupby("point_id")["status"].first()
+    commits = ", ".join(sorted(results.git_commit.dropna().unique()))
+    lines += [f"{len(points)} points ({', '.join(f'{n} {s}' for s, n in points.value_counts().items())});"
+              f" commit {commits}; calibration {', '.join(results.calibration_id.dropna().unique())}.",
+              ""]
+    lines += ["**Paper vs reproduced (numbers)**", "", *_paper_table(figure, results), ""]
+    lines += ["**Targets**", "", "| id | paper's claim | check | reproduced | verdict |",
+              "|---|---|---|---|---|"]
+    for v in evaluate(figure.get("targets", []), results):
+        tally[v.verdict] += 1
+        lines.append(f"| {v.id} | {_cell(v.claim)} | {_cell(v.check)} | {_cell(v.measured)} | "
+                     f"**{v.verdict}** |")
+    lines.append("")
+    return lines, tally
+
+
+def main(argv: list[str]) -> int:
+    opts = dict(a.split("=", 1) for a in argv if "=" in a)
+    scale = opts.get("scale", "small")
+    out = ROOT / opts.get("out", "REPORT.md")
+    body, summary = [], []
+    for fid in figure_ids():
+        root = opts.get("results_root") or compose([f"figure={fid}", f"scale={scale}"]).scale.results_root
+        lines, tally = figure_section(fid, scale, root)
+        body += lines
+        summary.append(f"| {fid} | {tally['met']} | {tally['not met']} | {tally['not checkable']} |"
+                       f" {'no results' if tally['no results'] else ''} |")
+    header = [
+        "# Reproduction report", "",
+        f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `make report` (scale={scale}) from "
+        "the result files only. Time axes say whether they show *modeled time* (calibrated costs "
+        "of exact counts, scheduled on the modeled executors) or *local wall time* (this "
+        "machine); local wall time is never a cluster's time.", "",
+        "| figure | targets met | not met | not checkable | note |", "|---|---|---|---|---|",
+        *summary, "",
+    ]
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text("\n".join(header + body) + "\n")
+    tmp.replace(out)
+    print(f"wrote {out.relative_to(ROOT)}")
+    _ = output_base
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,3 @@
+from joins.cli import main
+
+raise SystemExit(main())

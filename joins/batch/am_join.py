@@ -1,0 +1,164 @@
+"""AM-Join (AM-Join paper, Alg. 15-16, Eqn. 4, Table 2): Tree-Join for keys hot in both
+relations, Index-Broadcast-Joins for keys hot in one, a Shuffle-Join for the rest.
+
+κ_R and κ_S are collected *independently* (:mod:`hot_keys`), then each relation is split locally
+(one broadcast of the hot-key flags, the two rounds of splitRelation fused into one) into
+HH/HC/CH/CC, subscripts (own side, other side), and
+
+    Q = R_HH ⋈ S_HH  ∪  R_HC ⋈ S_CH  ∪  R_CH ⋈ S_HC  ∪  R_CC ⋈ S_CC          (Eqn. 4)
+
+with the sub-join algorithms of Table 2: Tree-Join (``am_join``) or Tree-Join-Basic
+(``am_join_basic``) for HH, which never dangles (an HH key exists on both sides); IB-Join or its
+left-outer variant for HC and CH (the CH join is run with S_HC as the large side and its output
+swapped); a Shuffle-Join of the requested type for CC, which also carries every null key.
+
+Broadcast or shuffle (§"When not to Perform Broadcast-Joins?"): R_HC ⋈ S_CH is broadcast when
+|R_HC|·m_R·(1+λ) >= |S_CH|·m_S·(1 + λ·log_{1+λ} n), else shuffled (symmetrically for CH);
+λ = τ^(2/3) - 1 unless ``ctx.params["lambda"]`` is given; ``ctx.params["broadcast_rule"]`` may be
+``"cost"`` (default), ``"always"`` or ``"never"``. A broadcast index must fit the memory budget.
+
+A same-attribute self-join has identical hot keys on both sides, so HC and CH are empty and
+AM-Join is Tree-Join (paper); ``spec.self_join`` runs the self-join Tree-Join.
+
+The split relations are persisted (``ctx.params["persist_split"]``, default true): the paper's
+split writes each record once to one of four sub-relations, whereas re-filtering an unpersisted
+DataFrame would rescan the input once per sub-relation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from joins.api import BatchContext, JoinResult, JoinSpec, prefixed
+from joins.batch import amjoin_common as C
+from joins.batch.hot_keys import get_hot_keys, hot_keys_frame, hot_params
+from joins.batch.ib_join import index_broadcast_join
+from joins.batch.sql_conf import sql_conf
+from joins.batch.tree_join import TreeOptions, tree_join_pairs
+
+# sub-relation codes: 2 x (hot on own side) + (hot on the other side)
+PARTS = {"hh": 3, "hc": 2, "ch": 1, "cc": 0}
+_SPARK_HOW = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}
+
+
+def split_relation(ctx: BatchContext, df: DataFrame, on: str, own: Mapping[Hashable, int],
+                   other: Mapping[Hashable, int]) -> tuple[dict[str, DataFrame], dict[str, int]]:
+    """splitRelation (Alg. 16) in one local pass: the four sub-relations and their exact sizes."""
+    keys = list(dict.fromkeys([*own, *other]))
+    flags = hot_keys_frame(ctx.spark, dict.fromkeys(keys, 0), df.schema[on].dataType, {
+        "_code": [2 * (k in own) + (k in other) for k in keys]})
+    tagged = (df.join(F.broadcast(flags), df[on] == flags["_hk"], "left")
+              .select(*[df[c] for c in df.columns],
+                      F.coalesce(F.col("_code"), F.lit(0).cast("long")).alias("_code")))
+    if ctx.params.get("persist_split", True):
+        tagged = C.persist(tagged)
+    counts = {int(r[0]): int(r[1]) for r in tagged.groupBy("_code").count().collect()}
+    parts = {name: tagged.filter(F.col("_code") == code).select(*df.columns)
+             for name, code in PARTS.items()}
+    return parts, {name: counts.get(code, 0) for name, code in PARTS.items()}
+
+
+def use_broadcast(ctx: BatchContext, n_large: int, m_large: float, n_small: int,
+                  m_small: float) -> bool:
+    """Δ_split(large) >= Δ_broadcast(small) (§28.2), or the forced choice of ``broadcast_rule``."""
+    rule = str(ctx.params.get("broadcast_rule", "cost"))
+    if rule in ("always", "never"):
+        return rule == "always"
+    if rule != "cost":
+        raise ValueError(f"broadcast_rule must be 'cost', 'always' or 'never', got {rule!r}")
+    lam = float(ctx.params.get("lambda", C.lambda_from_threshold(hot_params(ctx.params).threshold)))
+    n = max(ctx.executors, 1)
+    d_split = n_large * m_large * (1 + lam)
+    d_bcast = n_small * m_small * (1 + lam * C.log_base(n, 1 + lam))
+    return d_split >= d_bcast
+
+
+def _shuffle_join(left: DataFrame, right: DataFrame, on: str, how: str) -> DataFrame:
+    lp, rp = prefixed(left, "l_"), prefixed(right, "r_")
+    return lp.hint("shuffle_hash").join(rp, lp["l_" + on] == rp["r_" + on], _SPARK_HOW[how])
+
+
+def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
+         basic: bool) -> JoinResult:
+    conf = C.shuffle_conf(ctx)
+    if spec.self_join:
+        return _self_join(ctx, left, spec, basic, conf)
+    on, how = spec.on, spec.how
+    hp = hot_params(ctx.params)
+    extra: dict[str, float] = {}
+    with sql_conf(ctx.spark, conf):
+        kr, ks = get_hot_keys(left, on, hp), get_hot_keys(right, on, hp)
+        extra.update(hot_keys_left=len(kr), hot_keys_right=len(ks),
+                     hot_keys_both=len(set(kr) & set(ks)))
+        extra["broadcast_bytes"] = len(set(kr) | set(ks)) * (C.key_bytes(left, on) + 8) * 2
+        rs, rn = split_relation(ctx, left, on, kr, ks)
+        ss, sn = split_relation(ctx, right, on, ks, kr)
+        for name in PARTS:
+            extra[f"rows_{name}_left"], extra[f"rows_{name}_right"] = rn[name], sn[name]
+        m_r, m_s = C.row_bytes(ctx, left), C.row_bytes(ctx, right)
+        frames = []
+
+        # R_HH ⋈ S_HH: Tree-Join (inner in every variant: an HH key is on both sides)
+        tree_extra = {"iterations": 0.0, "replicated_records": 0.0, "max_group_records": 0.0}
+        if rn["hh"] and sn["hh"]:
+            opts = TreeOptions.of(ctx, "inner", self_join=False)
+            hh, tstats = tree_join_pairs(ctx, rs["hh"], ss["hh"], on, opts, basic, kr, ks)
+            frames.append(hh)
+            tree_extra = {k: float(v) for k, v in tstats.extra().items()
+                          if not k.startswith("hot_keys") and k != "broadcast_bytes"}
+            extra["broadcast_bytes"] += tstats.broadcast_bytes
+        extra.update(tree_extra)
+
+        # R_HC ⋈ S_CH and R_CH ⋈ S_HC (= S_HC ⋈ R_CH, swapped): Small-Large joins
+        for large, small, n_large, n_small, m_large, m_small, large_is_left, keep, tag in (
+            (rs["hc"], ss["ch"], rn["hc"], sn["ch"], m_r, m_s, True, how in ("left", "full"), "hc"),
+            (ss["hc"], rs["ch"], sn["hc"], rn["ch"], m_s, m_r, False, how in ("right", "full"),
+             "ch"),
+        ):
+            extra[f"{tag}_broadcast"] = 0.0
+            if n_large == 0:
+                continue  # nothing to join and nothing to preserve (the small side never dangles)
+            if use_broadcast(ctx, n_large, m_large, n_small, m_small):
+                out, ib = index_broadcast_join(ctx, large, small, on, large_is_left,
+                                               keep_large=keep, keep_small=False)
+                extra["broadcast_bytes"] += ib.broadcast_bytes
+                extra[f"{tag}_broadcast"] = 1.0
+            else:
+                sub_how = "left" if keep else "inner"
+                if large_is_left:
+                    out = _shuffle_join(large, small, on, sub_how)
+                else:
+                    out = _shuffle_join(small, large, on, "right" if keep else "inner")
+            frames.append(out)
+
+        # R_CC ⋈ S_CC: Shuffle-Join of the requested type (null keys are all here)
+        frames.append(_shuffle_join(rs["cc"], ss["cc"], on, how))
+        order = ["l_" + c for c in left.columns] + ["r_" + c for c in right.columns]
+        output = C.union_all([f.select(*order) for f in frames])
+    return JoinResult(output, extra={k: float(v) for k, v in extra.items()}, sql_conf=conf)
+
+
+def _self_join(ctx: BatchContext, rel: DataFrame, spec: JoinSpec, basic: bool,
+               conf: dict[str, str]) -> JoinResult:
+    """AM-Join of a same-attribute self-join = Tree-Join (HC and CH are empty)."""
+    if spec.how != "inner":
+        raise ValueError("a same-attribute self-join is an inner join")
+    opts = TreeOptions.of(ctx, "inner", self_join=True)
+    with sql_conf(ctx.spark, conf):
+        keyed, _ = C.split_null_keys(rel, spec.on)
+        out, stats = tree_join_pairs(ctx, keyed, keyed, spec.on, opts, basic)
+    return JoinResult(out, extra=stats.extra(), sql_conf=conf)
+
+
+def am_join(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) -> JoinResult:
+    """AM-Join: the load-balanced Tree-Join for keys hot in both relations."""
+    return _run(ctx, left, right, spec, basic=False)
+
+
+def am_join_basic(ctx: BatchContext, left: DataFrame, right: DataFrame,
+                  spec: JoinSpec) -> JoinResult:
+    """AM-Join-Basic: AM-Join with Tree-Join-Basic for the keys hot in both relations."""
+    return _run(ctx, left, right, spec, basic=True)

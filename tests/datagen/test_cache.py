@@ -1,0 +1,95 @@
+import json
+
+import pytest
+
+import datagen.dpair
+from datagen import cache, materialize, read_manifest
+from datagen.errors import GeneratorError
+
+from .helpers import part_bytes
+
+KW = {"alpha": 0.5, "keys": 10, "rows": 100, "uniform_rows": 10}
+
+
+def test_second_request_reuses_and_force_regenerates(tmp_path, monkeypatch):
+    calls = []
+    real = datagen.dpair.generate
+    monkeypatch.setattr(datagen.dpair, "generate", lambda *a: calls.append(1) or real(*a))
+    f1 = materialize("dpair", KW, root=tmp_path, progress=False)
+    f2 = materialize("dpair", {**KW, "keys": 10.0}, root=tmp_path, progress=False)  # same config
+    assert f1 == f2 and len(calls) == 1
+    assert f1.name == f"dpair-{read_manifest(f1)['config_hash'][:12]}"
+    materialize("dpair", KW, root=tmp_path, progress=False, force=True)
+    assert len(calls) == 2
+    f3 = materialize("dpair", {**KW, "seed": 9}, root=tmp_path, progress=False)
+    assert f3 != f1 and len(calls) == 3
+
+
+def test_manifest_records_generator_params_seed_rows_versions(tmp_path):
+    m = read_manifest(materialize("dpair", KW, root=tmp_path, progress=False))
+    assert m["generator"] == "dpair" and m["seed"] == 0
+    assert m["params"]["uniform_range"] == 2**31 - 1  # defaults are recorded too
+    assert m["rows"] == {"R": 110, "S": 110}
+    assert {"numpy", "pyarrow", "python", "datagen_format"} <= set(m["versions"])
+
+
+def test_failed_generation_leaves_nothing_reusable(tmp_path, monkeypatch):
+    real = datagen.dpair.generate
+
+    def crash(params, out, spark, progress):
+        real(params, out, spark, progress)  # everything written ...
+        raise RuntimeError("worker lost")  # ... but the run fails before the manifest
+
+    monkeypatch.setattr(datagen.dpair, "generate", crash)
+    with pytest.raises(RuntimeError):
+        materialize("dpair", KW, root=tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(datagen.dpair, "generate", real)
+    f = materialize("dpair", KW, root=tmp_path, progress=False)
+    assert read_manifest(f)["rows"]["R"] == 110
+
+
+def test_folder_without_manifest_is_never_taken_as_done(tmp_path):
+    resolved = cache.resolve("dpair", KW)
+    target = tmp_path / "out"
+    (target / "R.parquet").mkdir(parents=True)
+    with pytest.raises(GeneratorError, match="other content"):
+        cache.materialize_into(target, "dpair", resolved, progress=False)
+    assert sorted(p.name for p in target.iterdir()) == ["R.parquet"]  # untouched
+
+
+def test_explicit_folder_reuse_and_conflict(tmp_path):
+    target = tmp_path / "mine"
+    target.mkdir()  # an empty folder is fine
+    cache.materialize_into(target, "dpair", cache.resolve("dpair", KW), progress=False)
+    before = (target / "manifest.json").read_text()
+    cache.materialize_into(target, "dpair", cache.resolve("dpair", KW), progress=False)
+    assert (target / "manifest.json").read_text() == before
+    other = cache.resolve("dpair", {**KW, "alpha": 0.9})
+    with pytest.raises(GeneratorError, match="other content"):
+        cache.materialize_into(target, "dpair", other, progress=False)
+    assert json.loads((target / "manifest.json").read_text())["params"]["alpha"] == 0.5
+    cache.materialize_into(target, "dpair", other, progress=False, force=True)
+    assert read_manifest(target)["params"]["alpha"] == 0.9
+    assert [p.name for p in tmp_path.iterdir()] == ["mine"]  # no temp or old folders left
+
+
+def test_unknown_generator_names_valid_ones(tmp_path):
+    with pytest.raises(GeneratorError, match="valid: dpair, smalllarge, squall_query, stream"):
+        materialize("zipfpair", {}, root=tmp_path)
+
+
+@pytest.mark.spark
+def test_spark_and_local_write_identical_bytes(tmp_path, spark):
+    kw = {"alpha": 0.9, "keys": 50, "rows": 2500, "uniform_rows": 500, "chunk_rows": 400,
+          "size": 24}
+    local = materialize("dpair", kw, root=tmp_path / "local", progress=False)
+    on_spark = materialize("dpair", kw, root=tmp_path / "spark", spark=spark, progress=False)
+    assert read_manifest(on_spark)["produced_by"] == "spark"
+    a, b = part_bytes(local), part_bytes(on_spark)
+    assert len(a) == 16 and a == b
+    st = {"source": "smalllarge", "source_params": {"large_rows": 900, "small_rows": 90},
+          "order": "fluct", "k": 2, "chunk_rows": 128}
+    s_local = materialize("stream", st, root=tmp_path / "local", progress=False)
+    s_spark = materialize("stream", st, root=tmp_path / "spark", spark=spark, progress=False)
+    assert part_bytes(s_local) == part_bytes(s_spark) and len(part_bytes(s_local)) == 9

@@ -1,0 +1,66 @@
+import pytest
+
+from datagen import read_manifest
+from datagen.cli import main, parse_pairs
+
+
+def _run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_names_every_generator_even_unavailable_ones(capsys):
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    for name in ("dpair", "smalllarge", "stream", "tpch", "squall_query", "fluct", "rate"):
+        assert name in out
+
+
+def test_parse_pairs_types_and_nesting():
+    got = parse_pairs(["a=1", "b=1e5", "c=x", "d=true", "e=[1,2.5]", "f.g=null", "f.h=0.5"])
+    assert got == {"a": 1, "b": 1e5, "c": "x", "d": True, "e": [1, 2.5],
+                   "f": {"g": None, "h": 0.5}}
+
+
+def test_generate_into_out_then_reuse_then_rankfreq(tmp_path, capsys):
+    out = tmp_path / "d"
+    args = ("dpair", "alpha=1", "keys=100", "rows=5e3", "uniform_rows=0", f"out={out}",
+            "progress=false")
+    code, text, _ = _run(capsys, *args)
+    assert code == 0 and "R=5,000" in text
+    stamp = (out / "manifest.json").stat().st_mtime_ns
+    assert _run(capsys, *args)[0] == 0 and (out / "manifest.json").stat().st_mtime_ns == stamp
+    code, text, _ = _run(capsys, "stream", "source=dpair", "source_params.rows=300",
+                         "order=fluct", "k=4", f"root={tmp_path / 'cache'}", "progress=false")
+    assert code == 0 and read_manifest(text.split()[0])["params"]["order_params"]["k"] == 4.0
+    png = tmp_path / "rf.png"
+    code, text, _ = _run(capsys, "rankfreq", str(out), "column=key", f"out={png}")
+    assert code == 0 and png.exists() and "fitted exponent z = " in text
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("dpair", "alpha=-0.1"), "alpha must be a number >= 0"),
+    (("dpair", "keys=0"), "keys (K) must be in 1.."),
+    (("dpair", "alhpa=1"), "valid: alpha, chunk_rows"),
+    (("zipfpair",), "valid: dpair, smalllarge"),
+    (("stream", "source=dpair", "order=zigzag"), "valid: fluct, random, rate"),
+    (("dpair", "rows"), "expected key=value"),
+    (("rankfreq",), "usage"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, args, needle):
+    code, out, err = _run(capsys, *args, f"root={tmp_path}")
+    assert code == 2 and needle in err and err.count("\n") == 1 and out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_existing_folder_with_other_content_and_unknown_column(tmp_path, capsys):
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    code, _, err = _run(capsys, "dpair", f"out={tmp_path / 'busy'}", "progress=false")
+    assert code == 2 and "exists with other content" in err
+    assert [p.name for p in (tmp_path / "busy").iterdir()] == ["notes.txt"]
+    _run(capsys, "dpair", f"out={tmp_path / 'd'}", "progress=false")
+    code, _, err = _run(capsys, "rankfreq", str(tmp_path / "d"), "column=nope",
+                        f"out={tmp_path / 'x.png'}")
+    assert code == 2 and "unknown column 'nope'; valid: key, payload" in err

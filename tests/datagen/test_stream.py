@@ -1,0 +1,91 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from datagen import materialize, orders, read_manifest
+from datagen.errors import GeneratorError
+from datagen.orders import Arrival
+
+from .helpers import read
+
+SOURCE = {"alpha": 0.8, "keys": 20, "rows": 400, "uniform_rows": 50, "size": 16}
+
+
+def _stream(tmp_path, **kw):
+    return materialize("stream", kw, root=tmp_path, progress=False)
+
+
+def _check_stream(folder, source_r: pd.DataFrame, source_s: pd.DataFrame):
+    r, s = read(folder, "R"), read(folder, "S")
+    seq = np.sort(np.concatenate([r.seq, s.seq]))
+    np.testing.assert_array_equal(seq, np.arange(len(r) + len(s)))  # each index exactly once
+    assert r.seq.is_monotonic_increasing and s.seq.is_monotonic_increasing
+    for got, src in ((r, source_r), (s, source_s)):
+        cols = list(src.columns)
+        a = got[cols].sort_values(cols).reset_index(drop=True)
+        pd.testing.assert_frame_equal(a, src.sort_values(cols).reset_index(drop=True))
+    return r, s
+
+
+def test_fluct_stream_from_generator_spec(tmp_path):
+    f = _stream(tmp_path, source="dpair", source_params=SOURCE, order="fluct", k=3,
+                chunk_rows=128)
+    src = materialize("dpair", SOURCE, root=tmp_path / "src", progress=False)
+    r, s = _check_stream(f, read(src, "R"), read(src, "S"))
+    is_r = np.zeros(len(r) + len(s), dtype=bool)
+    is_r[r.seq] = True
+    np.testing.assert_array_equal(is_r, orders.arrival("fluct", 450, 450, seed=0, k=3))
+    # without a within-relation reorder, R keeps its source file order
+    np.testing.assert_array_equal(r.key, read(src, "R").key)
+    m = read_manifest(f)
+    assert m["params"]["order"] == "fluct" and m["params"]["order_params"]["k"] == 3.0
+    assert m["params"]["source_params"]["alpha"] == 0.8
+    assert not (f / ".source").exists()
+
+
+def test_rate_stream_from_paths_has_event_times(tmp_path):
+    src = materialize("smalllarge", {"large_rows": 500, "small_rows": 80}, root=tmp_path,
+                      progress=False)
+    f = _stream(tmp_path, r=str(src / "L.parquet"), s=str(src / "S.parquet"), order="rate",
+                times=[0, 1], rate_r=[400, 100], rate_s=[50, 50], seed=2)
+    r, s = _check_stream(f, read(src, "L"), read(src, "S"))
+    both = pd.concat([r, s]).sort_values("seq")
+    assert both.event_time.is_monotonic_increasing
+    assert r.event_time.iloc[-1] == pytest.approx(1 + (499 - 400) / 100)  # tuple i at Lambda^-1(i)
+
+
+def test_random_stream_is_seeded(tmp_path):
+    a = read(_stream(tmp_path, source="dpair", source_params=SOURCE, seed=1), "R").seq
+    b = read(_stream(tmp_path / "b", source="dpair", source_params=SOURCE, seed=1), "R").seq
+    c = read(_stream(tmp_path, source="dpair", source_params=SOURCE, seed=2), "R").seq
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def _sorted_by_key(n_r, n_s, rng, *, keys_r, keys_s):
+    """A test-only order that needs the keys: each relation in key order, R first."""
+    return Arrival(np.r_[np.ones(n_r, bool), np.zeros(n_s, bool)],
+                   perm_r=np.argsort(keys_r, kind="stable"), perm_s=np.argsort(keys_s,
+                                                                             kind="stable"))
+
+
+def test_a_new_order_is_one_function_plus_one_registry_line(tmp_path, monkeypatch):
+    monkeypatch.setitem(orders.ORDERS, "by_key", f"{__name__}:_sorted_by_key")
+    f = _stream(tmp_path, source="dpair", source_params=SOURCE, order="by_key", chunk_rows=100)
+    src = materialize("dpair", SOURCE, root=tmp_path / "src", progress=False)
+    r, s = _check_stream(f, read(src, "R"), read(src, "S"))
+    assert r.key.is_monotonic_increasing and s.key.is_monotonic_increasing
+    assert r.seq.tolist() == list(range(450))
+
+
+def test_stream_input_errors(tmp_path):
+    with pytest.raises(GeneratorError, match="either r=PATH"):
+        _stream(tmp_path, order="random")
+    with pytest.raises(GeneratorError, match="does not exist"):
+        _stream(tmp_path, r=str(tmp_path / "x"), s=str(tmp_path / "y"))
+    with pytest.raises(GeneratorError, match="valid: .*k"):
+        _stream(tmp_path, source="dpair", order="fluct", kk=2)
+    f = _stream(tmp_path, source="dpair", source_params=SOURCE)
+    with pytest.raises(GeneratorError, match="already has column"):
+        _stream(tmp_path, r=str(f / "R.parquet"), s=str(f / "S.parquet"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f.name]  # nothing half-written

@@ -1,0 +1,46 @@
+"""Modeled makespan: list scheduling onto E slots, summed over stages; counts from Spark."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.cost_model import BatchCosts, list_schedule, lpt_schedule, modeled_makespan
+from experiments.spark_metrics import TaskMetricsCapture
+
+
+def test_list_schedule():
+    assert list_schedule(np.array([]), 4) == 0.0
+    assert list_schedule(np.array([3.0, 1, 1, 1]), 1) == 6.0
+    assert list_schedule(np.array([3.0, 1, 1, 1]), 2) == 3.0
+    assert list_schedule(np.array([1.0, 1, 1, 3]), 2) == 4.0  # the straggler launches last
+    assert lpt_schedule(np.array([1.0, 1, 1, 3]), 2) == 3.0
+    assert list_schedule(np.array([2.0, 2]), 100) == 2.0
+
+
+def test_makespan_sums_stages_and_sees_the_straggler():
+    costs = BatchCosts(per_task=0.0, per_record_in=1.0, per_row_produced=0.0, per_shuffle_byte=0.0)
+    tasks = pd.DataFrame({
+        "stage_id": [0, 0, 1, 1, 1, 1], "stage_attempt": 0, "task_index": [0, 1, 0, 1, 2, 3],
+        "records_in": [5, 5, 1, 1, 1, 9], "rows_produced": 0,
+        "shuffle_read_bytes": 0, "shuffle_write_bytes": 0,
+    })
+    assert modeled_makespan(tasks, 2, costs) == 5 + 10
+    assert modeled_makespan(tasks, 64, costs) == 5 + 9
+
+
+@pytest.mark.spark
+def test_capture_counts_exact_records(spark):
+    from pyspark.sql import functions as F
+
+    df = spark.range(10_000, numPartitions=4).select((F.col("id") % 10).alias("k"))
+    with TaskMetricsCapture(spark) as cap:
+        groups = df.repartition(4, "k").groupBy("k").count().collect()
+    assert len(groups) == 10
+    tasks = cap.result.tasks
+    assert tasks.input_records.sum() == 10_000
+    assert tasks.shuffle_write_records.sum() >= 10_000 > 0
+    summary = cap.result.summary()
+    assert summary["spark_jobs"] >= 1 and summary["shuffle_read_bytes"] > 0
+    assert summary["task_imbalance"] >= 1.0

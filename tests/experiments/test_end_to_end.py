@@ -1,0 +1,77 @@
+"""A whole tiny figure through the real command line: sweep, results, rerun, plot, report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from experiments.paths import ROOT
+from experiments.targets import evaluate
+from figures.plot import plot_figure
+
+
+def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "experiments.run", *args], cwd=ROOT, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tiny_fig5(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    proc = _run("figure=amjoin/fig5", "scale=tiny", "spark=local", f"results_root={root}",
+                "point.series=hash_join,spark3_join,broadcast_join")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root, proc
+
+
+@pytest.mark.slow
+def test_sweep_writes_every_point(tiny_fig5):
+    root, proc = tiny_fig5
+    frame = pd.read_parquet(root / "amjoin" / "fig5")
+    points = frame.groupby(["series", "x"])["status"].first()
+    assert len(points) == 9
+    assert set(points.loc["broadcast_join"]) == {"oom"}  # the scaled memory rule
+    assert set(points.loc["hash_join"]) == {"ok"}
+    ok = frame[frame.status == "ok"]
+    rows = ok[ok.metric == "output_rows"].set_index(["series", "x"]).value
+    oracle = ok[ok.metric == "oracle_rows"].set_index(["series", "x"]).value
+    assert (rows == oracle).all() and (rows > 0).all()
+    assert (ok[ok.metric == "modeled_time"].value > 0).all()
+    assert "[9/9]" in proc.stdout
+
+
+@pytest.mark.slow
+def test_rerun_skips_finished_points(tiny_fig5):
+    root, _ = tiny_fig5
+    proc = _run("figure=amjoin/fig5", "scale=tiny", f"results_root={root}", "point.x=0.5")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("done already") == 3
+
+
+@pytest.mark.slow
+def test_plot_and_targets_from_results(tiny_fig5, tmp_path):
+    root, _ = tiny_fig5
+    png = plot_figure("amjoin/fig5", "tiny", str(root))
+    assert png is not None and png.exists() and png.with_suffix(".pdf").exists()
+    from experiments.figures import load_figure
+    from experiments.results import read_results
+
+    verdicts = {v.id: v.verdict for v in evaluate(load_figure("amjoin/fig5", "tiny")["targets"],
+                                                  read_results(root, "amjoin/fig5"))}
+    assert verdicts["T6-broadcast"] == "met"
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_local_cluster_point(tmp_path):
+    proc = _run("figure=amjoin/fig5", "scale=tiny", "spark=local_cluster",
+                f"results_root={tmp_path}", "point.series=hash_join", "point.x=1.0")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    frame = pd.read_parquet(tmp_path / "amjoin" / "fig5")
+    assert frame.status.eq("ok").all()
+    assert frame.spark_master.iloc[0].startswith("local-cluster")
+    m = frame.set_index("metric").value
+    assert m["output_rows"] == m["oracle_rows"] > 0

@@ -1,0 +1,113 @@
+"""The runner's resume, failure and atomicity paths, with a scripted kind (no Spark)."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import pytest
+
+from experiments import kinds, results
+from experiments.results import Point, finished, read_results, write_point
+from experiments.run import compose, run_point
+from tests.experiments import fake_kind
+
+
+@pytest.fixture
+def scripted(monkeypatch, tmp_path):
+    monkeypatch.setitem(kinds.KINDS, "batch_join", "tests.experiments.fake_kind:run_point")
+    fake_kind.CALLS.clear()
+
+    def run(series: str, x: float, *extra: str) -> str:
+        cfg = compose(["figure=amjoin/fig5", "scale=tiny", f"results_root={tmp_path}",
+                       f"point.series={series}", f"point.x={x}", *extra])
+        return run_point(cfg)
+
+    return run, tmp_path
+
+
+def test_point_written_with_provenance(scripted):
+    run, root = scripted
+    assert run("hash_join", 0.5) == "ok"
+    frame = pd.read_parquet(root / "amjoin" / "fig5")
+    row = frame[frame.metric == "modeled_time"].iloc[0]
+    assert row.value == 1.5 and row.status == "ok" and row.series == "hash_join"
+    for col in ("config_hash", "git_commit", "calibration_id", "start_time", "scale"):
+        assert row[col], col
+    assert row.scale == "tiny" and row.seed == 0
+
+
+def test_finished_points_are_skipped_and_force_redoes(scripted):
+    run, _ = scripted
+    assert run("hash_join", 0.0) == "ok"
+    assert run("hash_join", 0.0) == "skipped"
+    assert run("hash_join", 0.0, "force=true") == "ok"
+    assert fake_kind.CALLS == [("hash_join", 0.0), ("hash_join", 0.0)]
+
+
+def test_changed_config_reruns(scripted):
+    run, _ = scripted
+    run("hash_join", 0.0)
+    assert run("hash_join", 0.0, "seed=7") == "ok"
+    assert len(fake_kind.CALLS) == 2
+
+
+def test_failures_are_results_and_sweep_goes_on(scripted):
+    run, root = scripted
+    assert run("spark3_join", 0.0) == "error"
+    assert run("broadcast_join", 0.0) == "oom"
+    assert run("hash_join", 1.0) == "ok"
+    frame = read_results(root, "amjoin/fig5")
+    status = frame.groupby("series")["status"].first().to_dict()
+    assert status == {"spark3_join": "error", "broadcast_join": "oom", "hash_join": "ok"}
+    assert "scripted crash" in frame[frame.series == "spark3_join"].error.iloc[0]
+    # an error is retried on rerun, an oom is a final result
+    assert run("spark3_join", 0.0) == "error"
+    assert run("broadcast_join", 0.0) == "skipped"
+
+
+def test_unknown_series_is_a_usage_error(scripted):
+    run, _ = scripted
+    with pytest.raises(ValueError, match="valid: hash_join"):
+        run("no_such_join", 0.0)
+
+
+def test_unwritable_results_folder(monkeypatch, tmp_path):
+    monkeypatch.setitem(kinds.KINDS, "batch_join", "tests.experiments.fake_kind:run_point")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    if os.access(locked, os.W_OK):  # running as root: permissions are not enforced
+        locked = tmp_path / "a_file"
+        locked.write_text("")
+    cfg = compose(["figure=amjoin/fig5", "scale=tiny", f"results_root={locked}",
+                   "point.series=hash_join", "point.x=0.0"])
+    with pytest.raises(results.ResultsError, match="not writable"):
+        run_point(cfg)
+
+
+def test_write_is_atomic(tmp_path, monkeypatch):
+    point = Point("amjoin/fig5", "hash_join", 0.5, "0.5")
+    folder = tmp_path / "amjoin" / "fig5"
+    row = {"figure": "amjoin/fig5", "series": "hash_join", "x": 0.5, "x_label": "0.5",
+           "metric": "m", "value": 1.0, "unit": "u", "status": "ok", "seed": 0,
+           "config_hash": "h", "wall_time_s": 1.0}
+    write_point(folder, point, [row])
+    assert finished(folder, point, "h") and not finished(folder, point, "other")
+
+    def crash(self, *a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", crash)
+    with pytest.raises(OSError):
+        write_point(folder, point, [{**row, "value": 2.0}])
+    monkeypatch.undo()
+    assert sorted(p.name for p in folder.iterdir()) == [point_file := "hash_join__0.5.parquet"]
+    assert pd.read_parquet(folder / point_file).value.tolist() == [1.0]
+
+
+def test_read_results_ignores_in_progress_files(tmp_path):
+    folder = tmp_path / "amjoin" / "fig5"
+    folder.mkdir(parents=True)
+    (folder / ".hash_join__0.5.parquet.123.tmp").write_bytes(b"partial")
+    assert read_results(tmp_path, "amjoin/fig5").empty

@@ -1,0 +1,57 @@
+"""Each target check can be met, not met, or not checkable."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from experiments.targets import evaluate
+
+
+def _results(values: dict[str, dict[float, float]], status: dict[str, str] | None = None):
+    rows = []
+    for series, points in values.items():
+        for x, v in points.items():
+            st = (status or {}).get(series, "ok")
+            rows.append({"series": series, "x": x, "metric": "t", "value": v, "status": st})
+    return pd.DataFrame(rows)
+
+
+R = _results({"a": {0.0: 1.0, 0.5: 2.0, 1.0: 3.0}, "b": {0.0: 2.0, 0.5: 2.5, 1.0: 2.0},
+              "c": {0.0: 5.0, 1.0: 5.0}}, status={"c": "oom"})
+
+
+def _verdict(check: dict) -> str:
+    return evaluate([{"id": "T", "claim": "c", "check": check}], R)[0].verdict
+
+
+@pytest.mark.parametrize(
+    ("check", "expected"),
+    [
+        ({"type": "status", "series": ["c"], "expect": "fail"}, "met"),
+        ({"type": "status", "series": ["a"], "expect": "fail"}, "not met"),
+        ({"type": "status", "series": ["a", "b"], "expect": "ok"}, "met"),
+        ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "x_max": 0.5,
+          "max": 1.0}, "met"),
+        ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "max": 1.0},
+         "not met"),
+        ({"type": "ordering", "metric": "t", "at": 0.0, "order": ["a", "b"]}, "met"),
+        ({"type": "ordering", "metric": "t", "at": 1.0, "order": ["a", "b"]}, "not met"),
+        ({"type": "trend", "metric": "t", "series": "a", "direction": "increasing"}, "met"),
+        ({"type": "trend", "metric": "t", "series": "a", "direction": "decreasing"}, "not met"),
+        ({"type": "bound", "metric": "t", "series": "b", "max_over_min": 1.3}, "met"),
+        ({"type": "bound", "metric": "t", "series": "a", "max": 2.5}, "not met"),
+        ({"type": "crossover", "metric": "t", "a": "a", "b": "b"}, "met"),
+        ({"type": "crossover", "metric": "t", "a": "a", "b": "b", "x_max": 0.5}, "not met"),
+        ({"type": "trend", "metric": "t", "series": "zzz"}, "not checkable"),
+        ({"type": "ratio", "metric": "t", "numerator": "c", "denominator": "a"}, "not checkable"),
+        ({"type": "not_checkable", "reason": "needs 1000 machines"}, "not checkable"),
+    ],
+)
+def test_check(check, expected):
+    assert _verdict(check) == expected
+
+
+def test_unknown_check_type_is_an_error():
+    with pytest.raises(ValueError, match="valid"):
+        _verdict({"type": "vibes"})
