@@ -23,11 +23,13 @@ from experiments.paths import ROOT
 FINAL_STATUSES = ("ok", "oom", "timeout", "overflow")
 
 COLUMNS = [
-    "figure", "series", "x", "x_label", "metric", "value", "unit", "status",
+    "figure", "series", "x", "x_label", "metric", "value", "unit", "status", "t",
     "config_hash", "point_id", "seed", "scale", "spark_version", "spark_master",
     "calibration_id", "git_commit", "start_time", "wall_time_s", "error",
 ]
-_STR_COLS = [c for c in COLUMNS if c not in ("x", "value", "seed", "wall_time_s")]
+# ``t`` positions a row of a within-run time series (e.g. ILF at a fraction of the input
+# processed, or at a micro-batch); it is NaN for a point's scalar metrics.
+_STR_COLS = [c for c in COLUMNS if c not in ("x", "value", "seed", "wall_time_s", "t")]
 
 
 class ResultsError(RuntimeError):
@@ -90,6 +92,7 @@ def tidy_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     frame = frame[COLUMNS]
     frame[_STR_COLS] = frame[_STR_COLS].astype("string")
     frame["x"] = frame["x"].astype("float64")
+    frame["t"] = pd.to_numeric(frame["t"], errors="coerce").astype("float64")
     frame["value"] = pd.to_numeric(frame["value"], errors="coerce").astype("float64")
     frame["seed"] = frame["seed"].astype("int64")
     frame["wall_time_s"] = frame["wall_time_s"].astype("float64")

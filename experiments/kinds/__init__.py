@@ -36,7 +36,8 @@ class PointOutcome:
     error: str = ""
     spark_version: str = ""
     spark_master: str = ""
-    series_rows: list[dict] = field(default_factory=list)  # extra rows (e.g. time series)
+    # within-run time series: dicts with metric, value, unit and t (e.g. ILF per micro-batch)
+    series_rows: list[dict] = field(default_factory=list)
 
 
 def load_kind(name: str) -> Callable[[PointContext], PointOutcome]:
