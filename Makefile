@@ -15,7 +15,7 @@ PAPERS := $(sort $(foreach f,$(FIGURES),$(firstword $(subst /, ,$(f)))))
 FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
 PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))
 
-.PHONY: help setup test lint list reproduce reproduce-all report calibrate bench data clean \
+.PHONY: help setup test lint list reproduce reproduce-all report readme calibrate bench data clean \
         $(FIGURE_TARGETS) $(PAPER_TARGETS)
 
 help:
@@ -51,6 +51,10 @@ $(FIGURE_TARGETS) $(PAPER_TARGETS): reproduce-%: $(STAMP)
 
 report: $(STAMP)
 	$(PY) -m experiments.report scale=$(SCALE)
+	$(PY) -m experiments.status
+
+readme: $(STAMP)
+	$(PY) -m experiments.status
 
 calibrate: $(STAMP)
 	$(PY) -m experiments.calibrate

@@ -325,7 +325,7 @@ def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict
     for cols in skewed.values():
         needed.update(SKEWABLE[c].domain_table for c in cols)
     # first the tables the draws read; the rest are generated while the draws run
-    first = [t for t in TABLES if t in skewed or t in needed - set(p.tables)
+    first = [t for t in TABLES if t in skewed
              or any(SKEWABLE[c].domain_table == t for cs in skewed.values() for c in cs)]
     later = [t for t in TABLES if t in needed and t not in first]
     stage = out / ".tpchgen-stage"  # hidden: readers of out/ skip dot-folders

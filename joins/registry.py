@@ -53,6 +53,17 @@ ALGORITHMS: dict[str, Algorithm] = {
                   "DER Small-Large outer join: broadcast small side, redistribute unjoined ids"),
         Algorithm("ddr", "batch", "amjoin", "joins.batch.ddr:run", _ALL,
                   "DDR Small-Large outer join: broadcast small side, redistribute unjoined records"),
+        # The AM-Join paper's own algorithms
+        Algorithm("tree_join_basic", "batch", "amjoin", "joins.batch.tree_join:tree_join_basic",
+                  _ALL, "Tree-Join-Basic: multi-stage chunking of hot keys, whole keys grouped first"),
+        Algorithm("tree_join", "batch", "amjoin", "joins.batch.tree_join:tree_join", _ALL,
+                  "Tree-Join: keys hot in both relations unraveled, no task holds a whole hot key"),
+        Algorithm("ib_join", "batch", "amjoin", "joins.batch.ib_join:ib_join", _ALL,
+                  "Index-Broadcast-Join family (right relation indexed); right/full = IB-FO"),
+        Algorithm("am_join_basic", "batch", "amjoin", "joins.batch.am_join:am_join_basic", _ALL,
+                  "AM-Join-Basic: AM-Join with Tree-Join-Basic for keys hot in both relations"),
+        Algorithm("am_join", "batch", "amjoin", "joins.batch.am_join:am_join", _ALL,
+                  "AM-Join: Tree-Join (HH), IB-Joins (HC, CH), Shuffle-Join (CC)"),
         # Online operators of the Squall paper (joins.online engine)
         Algorithm("dynamic", "online", "squall", "joins.online.operators:dynamic", ("inner",),
                   "Squall DYNAMIC: adaptive (n,m) grid, doubling trigger, pairwise migration"),

@@ -157,9 +157,15 @@ def _ordered(large_p: DataFrame, small_p: DataFrame, r: Roles) -> list[Column]:
 
 
 def sql_options(ctx: BatchContext) -> dict:
-    """A fixed plan: no adaptive re-planning, broadcast only where the algorithm says."""
+    """A fixed plan: no adaptive re-planning, broadcast only where the algorithm says.
+
+    The detection scan emits rows for an executor whose R_i is empty (all of S is unjoined
+    there), so Spark must not prune the scan of an empty R as it does for row-wise operators.
+    """
     return {
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.autoBroadcastJoinThreshold": "-1",
         "spark.sql.shuffle.partitions": ctx.partitions,
+        "spark.sql.optimizer.excludedRules":
+            "org.apache.spark.sql.catalyst.optimizer.PropagateEmptyRelation",
     }

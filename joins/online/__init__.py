@@ -33,9 +33,12 @@ class StreamResult:
     decisions: pd.DataFrame | None = None  # every trigger firing (also those keeping the map)
 
 
-def _factory(operator: str):
+def _factory(operator):
+    """A registry name (kind "online"), or a factory callable (extension operators, tests)."""
     from joins import registry
 
+    if callable(operator):
+        return operator
     return registry.get(operator, "online").load()
 
 
@@ -47,12 +50,14 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                collect_output: bool = False, progress: bool = True,
                partitions: int | None = None, checkpoint_every: int = 10,
                migration_rate: float = 2.0, order_params: dict | None = None,
-               **operator_params) -> StreamResult:
+               backend: str = "spark", **operator_params) -> StreamResult:
     """Stream R and S through an online join operator on Spark.
 
     ``partitions``: Spark partitions holding the J logical workers (default: the session's
     default parallelism, at most J; about one per core is the efficient shape).
     ``migration_rate``: migrated tuples a worker takes per new tuple it receives (Thm 4.4: 2).
+    ``backend="local"`` runs the same worker steps in this process (fast property tests
+    only; never for measurements).
     ``memory_budget_tuples``: per worker; exceeding it is recorded (status "overflow") and
     charged (``spill="charge"``) or also really written to local disk (``spill="disk"``).
     """
@@ -74,7 +79,8 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                                  order_params=order_params)
     policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
                      band=band, **operator_params)
-    parts = partitions or max(1, min(joiners, spark.sparkContext.defaultParallelism))
+    default_par = spark.sparkContext.defaultParallelism if spark is not None else 2
+    parts = partitions or max(1, min(joiners, default_par))
     from experiments.paths import SCRATCH
 
     run_id = uuid.uuid4().hex[:12]
@@ -88,13 +94,14 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                     spill_dir=str(spill_dir) if spill_dir else None)
     engine = Engine(spark, stream, policy, batch_size=batch_size, partitions=parts, config=cfg,
                     migration_rate=migration_rate, checkpoint_every=checkpoint_every,
-                    progress=progress)
+                    progress=progress, backend=backend)
     res = engine.run()
     if spill_dir is not None:
         shutil.rmtree(spill_dir, ignore_errors=True)
     metrics = _with_cost(res.metrics, cost)
     summary = _summary(metrics, res, stream, policy, cost, joiners, memory_budget_tuples)
-    summary.update(operator=operator, on=on, band=band, order=order, k=k, seed=seed,
+    summary.update(operator=operator if isinstance(operator, str) else
+                   getattr(operator, "__name__", "custom"), on=on, band=band, order=order, k=k, seed=seed,
                    controller=controller, batch_size=batch_size, spill=spill)
     out_df = None
     if collect_output:

@@ -166,8 +166,8 @@ class Scripted(Policy):
         self.changes = sorted(changes, key=lambda c: c[0])
 
     def scan(self, is_r, seq0):
-        if self.changes and seq0 <= self.changes[0][0] < seq0 + len(is_r):
-            return self.changes[0][0] - seq0
+        if self.changes and self.changes[0][0] < seq0 + len(is_r):
+            return max(0, self.changes[0][0] - seq0)  # late if a migration deferred it
         return None
 
     def decide(self, at):

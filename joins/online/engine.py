@@ -55,6 +55,14 @@ class _ReportParam:
         return a
 
 
+class _LocalReport:
+    def __init__(self) -> None:
+        self.value: dict = {}
+
+    def add(self, d: dict) -> None:
+        self.value.update(d)
+
+
 @dataclass
 class EngineResult:
     metrics: pd.DataFrame
@@ -88,9 +96,14 @@ def _deliveries(stream: Stream, layout: Layout, s0: int, s1: int, parts: int
 class Engine:
     def __init__(self, spark, stream: Stream, policy: Policy, *, batch_size: int,
                  partitions: int, config: RunConfig, migration_rate: float = 2.0,
-                 checkpoint_every: int = 10, progress: bool = True) -> None:
+                 checkpoint_every: int = 10, progress: bool = True,
+                 backend: str = "spark") -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if backend not in ("spark", "local"):
+            raise ValueError(f"backend must be spark or local, got {backend!r}")
+        self.backend = backend
+        self._local: dict[int, object] = {}
         self.spark, self.stream, self.policy = spark, stream, policy
         self.bs, self.P, self.cfg = batch_size, partitions, config
         self.rate, self.ckpt_every, self.progress = migration_rate, checkpoint_every, progress
@@ -106,12 +119,28 @@ class Engine:
             raise RuntimeError("state and batch are not co-partitioned (union not aligned)")
         return src.mapPartitionsWithIndex(partial(_run_partition, acc), preservesPartitioning=True)
 
+    def _local_step(self, chunks, report) -> None:
+        """The same step without Spark, for fast property tests: every partition's state is
+        pickled and unpickled between micro-batches, as a Spark block would be."""
+        import pickle
+
+        mail: dict[int, list] = {p: [] for p in range(self.P)}
+        for st in self._local.values():
+            for dest, msg in st.outgoing:
+                mail[dest].append((dest, msg))
+        for p, chunk in enumerate(chunks):
+            recs = ([(p, self._local[p])] if p in self._local else []) + [(p, chunk)] + mail[p]
+            new = step(p, recs, report)
+            self._local[p] = pickle.loads(pickle.dumps(new, protocol=pickle.HIGHEST_PROTOCOL))
+
     def run(self) -> EngineResult:
         from pyspark import StorageLevel
 
         st, pol, P = self.stream, self.policy, self.P
-        sc = self.spark.sparkContext
-        acc = sc.accumulator({}, _ReportParam())
+        if self.backend == "spark":
+            acc = self.spark.sparkContext.accumulator({}, _ReportParam())
+        else:
+            acc = _LocalReport()
         n = len(st)
         cum_r = np.concatenate([[0], np.cumsum(st.is_r)])
         layout = pol.layout
@@ -208,12 +237,18 @@ class Engine:
             chunks = [Chunk(b, self.cfg, per_part[p], quotas, finalize,
                             tuple(int(w) for w in report_workers if w % P == p), P)
                       for p in range(P)]
-            new = self._spark_step(prev, chunks, prev_sent, acc)
-            new.persist(StorageLevel.MEMORY_AND_DISK)
-            ckpt = self.ckpt_every > 0 and b % self.ckpt_every == self.ckpt_every - 1
+            if self.backend == "local":
+                self._local_step(chunks, acc)
+                new = None
+            else:
+                new = self._spark_step(prev, chunks, prev_sent, acc)
+                new.persist(StorageLevel.MEMORY_AND_DISK)
+            ckpt = new is not None and self.ckpt_every > 0 and \
+                b % self.ckpt_every == self.ckpt_every - 1
             if ckpt:
                 new.localCheckpoint()
-            new._jrdd.count()  # runs the step; reports arrive through the accumulator
+            if new is not None:
+                new._jrdd.count()  # runs the step; reports arrive through the accumulator
             reports = acc.value
             acc.value = {}
             if prev is not None and prev is not last_ckpt:

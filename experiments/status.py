@@ -1,0 +1,48 @@
+"""The README's figure table, generated from conf/figure/ and results/: ``make readme``."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from experiments.figures import figure_ids, load_figure
+from experiments.paths import ROOT
+from experiments.results import read_results
+from experiments.targets import evaluate
+
+START, END = "<!-- figures:start -->", "<!-- figures:end -->"
+
+
+def figure_table(results_root: str = "results") -> str:
+    lines = ["| figure | what | `make` target | results (scale=small) | targets met / checked |",
+             "|---|---|---|---|---|"]
+    for fid in figure_ids():
+        fig = load_figure(fid)
+        res = read_results(results_root, fid)
+        if res.empty:
+            status, verdict = "not run yet", "–"
+        else:
+            points = res.groupby("point_id")["status"].first().value_counts()
+            status = ", ".join(f"{n} {s}" for s, n in points.items())
+            verdicts = [v.verdict for v in evaluate(fig.get("targets", []), res)]
+            checked = [v for v in verdicts if v != "not checkable"]
+            verdict = f"{verdicts.count('met')} / {len(checked)} (of {len(verdicts)})"
+        star = " ★" if fig.get("headline") else ""
+        lines.append(f"| `{fid}`{star} | {fig['title']} | `make reproduce-{fid.replace('/', '-')}` "
+                     f"| {status} | {verdict} |")
+    return "\n".join(lines)
+
+
+def update_readme() -> bool:
+    path = ROOT / "README.md"
+    text = path.read_text()
+    new = re.sub(f"{re.escape(START)}.*?{re.escape(END)}",
+                 f"{START}\n{figure_table()}\n{END}", text, flags=re.S)
+    path.write_text(new)
+    return new != text
+
+
+if __name__ == "__main__":
+    changed = update_readme()
+    print("README.md figure table " + ("updated" if changed else "already up to date"))
+    sys.exit(0)

@@ -1,0 +1,175 @@
+"""Skewed TPC-H (datagen.tpch): exact TPC-H counts, Zipf shape, integrity, determinism, errors."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+from datagen import tpch
+from datagen.errors import GeneratorError
+from datagen.zipf import zipf_pmf
+
+SF = 0.01
+# TPC-H row counts at SF 0.01 (dbgen; tpchgen-cli reproduces them)
+TPCH_ROWS = {"region": 5, "nation": 25, "supplier": 100, "customer": 1500, "part": 2000,
+             "partsupp": 8000, "orders": 15000, "lineitem": 60175}
+
+
+def tbl(folder: Path, table: str) -> str:
+    return f"read_parquet('{folder / (table + '.parquet')}/*.parquet')"
+
+
+def q(sql: str) -> list[tuple]:
+    return duckdb.sql(sql).fetchall()
+
+
+def digest(folder: Path) -> dict[str, str]:
+    return {str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(folder.rglob("part-*.parquet"))}
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("tpch_z0")
+    assert tpch.generate({"sf": SF, "z": 0.0}, out, None, False) == TPCH_ROWS
+    return out
+
+
+@pytest.fixture(scope="module")
+def skewed(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("tpch_z1")
+    assert tpch.generate({"sf": SF, "z": 1.0, "seed": 1}, out, None, False) == TPCH_ROWS
+    return out
+
+
+def test_layout_is_one_parquet_folder_per_table(skewed):
+    names = sorted(p.name for p in skewed.iterdir())
+    assert names == sorted(f"{t}.parquet" for t in tpch.TABLES)  # no staging folder left
+    for t in tpch.TABLES:
+        assert [p.name for p in (skewed / f"{t}.parquet").iterdir()] == ["part-00000.parquet"]
+
+
+def test_z0_is_standard_tpch(plain):
+    for t, n in TPCH_ROWS.items():
+        assert q(f"SELECT count(*) FROM {tbl(plain, t)}") == [(n,)]
+    # dbgen's lineitems reference PARTSUPP pairs and number 1..7 lines per order
+    li, ps = tbl(plain, "lineitem"), tbl(plain, "partsupp")
+    assert q(f"SELECT count(*) FROM {li} JOIN {ps} ON l_partkey = ps_partkey "
+             f"AND l_suppkey = ps_suppkey") == [(60175,)]
+    assert q(f"SELECT max(l_linenumber) FROM {li}") == [(7,)]
+
+
+def test_skew_keeps_row_counts_other_columns_and_tables(plain, skewed):
+    cols = "l_quantity, l_extendedprice, l_shipdate, l_shipmode, l_shipinstruct, l_comment"
+    a = q(f"SELECT {cols} FROM {tbl(plain, 'lineitem')}")
+    b = q(f"SELECT {cols} FROM {tbl(skewed, 'lineitem')}")
+    assert a == b  # same rows in the same order, apart from the skewed keys
+    pd, sd = digest(plain), digest(skewed)
+    untouched = [k for k in pd if not k.startswith("lineitem")]
+    assert len(untouched) == 7 and all(pd[k] == sd[k] for k in untouched)
+    assert pd["lineitem.parquet/part-00000.parquet"] != sd["lineitem.parquet/part-00000.parquet"]
+
+
+def test_skewed_keys_keep_referential_integrity(skewed):
+    li = tbl(skewed, "lineitem")
+    for col, table, key in [("l_orderkey", "orders", "o_orderkey"),
+                            ("l_partkey", "part", "p_partkey"),
+                            ("l_suppkey", "supplier", "s_suppkey")]:
+        assert q(f"SELECT count(*) FROM {li} WHERE {col} NOT IN "
+                 f"(SELECT {key} FROM {tbl(skewed, table)})") == [(0,)], col
+    # (l_orderkey, l_linenumber) stays a key, numbered 1..count per order
+    assert q(f"SELECT count(DISTINCT (l_orderkey, l_linenumber)) FROM {li}") == [(60175,)]
+    assert q(f"SELECT count(*) FROM (SELECT l_orderkey, max(l_linenumber) m, count(*) c "
+             f"FROM {li} GROUP BY 1) WHERE m <> c") == [(0,)]
+
+
+@pytest.mark.parametrize("col,domain", [("l_suppkey", 100), ("l_partkey", 2000),
+                                        ("l_orderkey", 15000)])
+def test_top_frequencies_follow_zipf(skewed, col, domain):
+    n = TPCH_ROWS["lineitem"]
+    got = [c for (c,) in q(f"SELECT count(*) c FROM {tbl(skewed, 'lineitem')} GROUP BY {col} "
+                           f"ORDER BY c DESC LIMIT 3")]
+    expected = n * zipf_pmf(1.0, domain)[:3]
+    sigma = np.sqrt(expected * (1 - expected / n))
+    assert np.all(np.abs(np.array(got) - expected) <= 4 * sigma + 2), (got, expected)
+
+
+def test_same_params_same_bytes_other_seed_other_hot_key(skewed, tmp_path):
+    again = tmp_path / "again"
+    tpch.generate({"sf": SF, "z": 1.0, "seed": 1}, again, None, False)
+    assert digest(again) == digest(skewed)
+    other = tmp_path / "other"
+    tpch.generate({"sf": SF, "z": 1.0, "seed": 2, "columns": ["l_suppkey"],
+                   "tables": ["lineitem"]}, other, None, False)
+    hot = "SELECT l_suppkey FROM {} GROUP BY 1 ORDER BY count(*) DESC LIMIT 1"
+    assert q(hot.format(tbl(skewed, "lineitem"))) != q(hot.format(tbl(other, "lineitem")))
+
+
+def test_zipf_indices_law_order_and_numbering():
+    p = tpch.Params(z=0.5, seed=3)
+    n, k = 200_000, 50
+    idx, occ = tpch.zipf_indices(p, "l_orderkey", k, n, numbered=True)
+    counts = np.bincount(idx, minlength=k)
+    expected = n * zipf_pmf(0.5, k)
+    assert np.all(np.abs(np.sort(counts)[::-1][:10] - expected[:10]) < 4 * np.sqrt(expected[:10]))
+    hot = counts.argmax()
+    halves = [(idx[: n // 2] == hot).sum(), (idx[n // 2:] == hot).sum()]
+    assert abs(halves[0] - halves[1]) < 4 * np.sqrt(counts[hot])  # rows are shuffled
+    for v in (hot, counts.argmin()):
+        assert sorted(occ[idx == v].tolist()) == list(range(1, counts[v] + 1))
+    again, _ = tpch.zipf_indices(p, "l_orderkey", k, n, numbered=True)
+    assert np.array_equal(idx, again)
+    hottest = {np.bincount(tpch.zipf_indices(tpch.Params(z=1.0, seed=s), "l_suppkey", k,
+                                             5_000)[0]).argmax() for s in range(5)}
+    assert len(hottest) > 1  # the seed decides which value is hottest
+
+
+def test_partsupp_bridge_formula_matches_partsupp(plain):
+    rows = q(f"SELECT ps_partkey, list(ps_suppkey ORDER BY ps_suppkey) FROM "
+             f"{tbl(plain, 'partsupp')} GROUP BY 1")
+    assert len(rows) == 2000
+    for part, supps in rows:
+        got = sorted(int(tpch.partsupp_suppkey(np.int64(part), np.int64(j), 100))
+                     for j in range(4))
+        assert got == supps, part
+
+
+def test_suppkey_from_partkey_keeps_partsupp_pairs(tmp_path):
+    out = tmp_path / "cn"
+    tpch.generate({"sf": SF, "z": 1.0, "columns": ["l_partkey", "l_suppkey"],
+                   "suppkey_from_partkey": True, "tables": ["lineitem", "partsupp"]},
+                  out, None, False)
+    li, ps = tbl(out, "lineitem"), tbl(out, "partsupp")
+    assert q(f"SELECT count(*) FROM {li} JOIN {ps} ON l_partkey = ps_partkey "
+             f"AND l_suppkey = ps_suppkey") == [(60175,)]
+    [(top,)] = q(f"SELECT max(c) FROM (SELECT count(*) c FROM {li} GROUP BY l_suppkey)")
+    assert top > 3 * 60175 / 100  # skewed, though milder than a direct Zipf on l_suppkey
+
+
+@pytest.mark.parametrize("params,needle", [
+    ({"z": -0.5}, "z must be"),
+    ({"sf": 0}, "sf must be > 0"),
+    ({"columns": ["l_foo"]}, "unknown skew column 'l_foo'; valid: l_orderkey"),
+    ({"tables": ["lineitems"]}, "unknown table 'lineitems'; valid: region"),
+    ({"sf": 0.01, "wat": 1}, "unknown parameter wat"),
+    ({"columns": ["l_suppkey"], "suppkey_from_partkey": True}, "add l_partkey"),
+])
+def test_bad_input_is_a_generator_error(tmp_path, params, needle):
+    with pytest.raises(GeneratorError, match=needle):
+        tpch.generate(params, tmp_path, None, False)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.spark
+def test_spark_reads_skewed_lineitem(spark, skewed):
+    df = spark.read.parquet(str(skewed / "lineitem.parquet"))
+    assert df.count() == 60175
+    top = df.groupBy("l_suppkey").count().orderBy("count", ascending=False).first()
+    assert (top["l_suppkey"], top["count"]) == q(
+        f"SELECT l_suppkey, count(*) c FROM {tbl(skewed, 'lineitem')} GROUP BY 1 "
+        f"ORDER BY c DESC LIMIT 1")[0]
+    assert dict(df.dtypes)["l_shipmode"] == "string"
