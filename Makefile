@@ -10,7 +10,7 @@ SPARK ?= local
 ARGS ?=
 
 # Per-figure and per-paper targets are derived from conf/figure/, never written by hand.
-FIGURES := $(sort $(patsubst conf/figure/%.yaml,%,$(wildcard conf/figure/*/*.yaml)))
+FIGURES := $(sort $(patsubst conf/figure/%.yaml,%,$(wildcard conf/figure/*/[!_]*.yaml)))
 PAPERS := $(sort $(foreach f,$(FIGURES),$(firstword $(subst /, ,$(f)))))
 FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
 PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))

@@ -171,7 +171,7 @@ def query_sql(p: Params, base: Path) -> tuple[str, str]:
 def write_query(con, sql: str, table_dir: Path) -> int:
     """Stream a query's result into ``table_dir/part-00000.parquet`` (project writer options)."""
     table_dir.mkdir(parents=True, exist_ok=True)
-    reader = con.execute(sql).fetch_record_batch(BATCH_ROWS)
+    reader = con.execute(sql).to_arrow_reader(BATCH_ROWS)
     rows = 0
     with pq.ParquetWriter(part_path(table_dir, 0), reader.schema, **PARQUET_OPTIONS) as w:
         for batch in reader:

@@ -338,30 +338,32 @@ def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict
         if progress:
             print(f"[tpch] tpchgen-cli sf={p.sf} {first or later}: "
                   f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        counts = {t: [pq.ParquetFile(f).metadata.num_rows for f in staged_parts(stage, t)]
-                  for t in skewed}
+        files = {t: staged_parts(stage, t) for t in skewed}
+        counts = {t: [pq.ParquetFile(f).metadata.num_rows for f in files[t]] for t in skewed}
         # draw every new column before any file moves: domains are read from the stage
         drawn = {t: draw_columns(p, stage, t, cols, sum(counts[t])) for t, cols in skewed.items()}
-        if background is not None:
-            wait_tpchgen(background, p.sf)
-            background = None
-        files = {t: staged_parts(stage, t) for t in p.tables}
-        counts = {t: [pq.ParquetFile(f).metadata.num_rows for f in fs] for t, fs in files.items()}
-        rows = {t: sum(c) for t, c in counts.items()}
         jobs: list[tuple[Callable, tuple]] = []
-        for table in p.tables:
-            if table not in drawn:
-                jobs += _place(table, files[table], out, None)
-                continue
+        for table, new in drawn.items():
             offsets = np.concatenate([[0], np.cumsum(counts[table])[:-1]]).tolist()
 
-            def work(i: int, src: Path, dst: Path, new=drawn[table], offsets=offsets) -> int:
+            def work(i: int, src: Path, dst: Path, new=new, offsets=offsets) -> int:
                 return rewrite_part(src, dst, new, offsets[i])
 
             jobs += _place(table, files[table], out, work)
         # pyarrow releases the GIL while decoding/encoding: part files rewrite in parallel
+        # (and alongside the background tpchgen-cli run)
         with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
             list(pool.map(lambda job: job[0](*job[1]), jobs))
+        if background is not None:
+            wait_tpchgen(background, p.sf)
+            background = None
+        rows = {t: sum(c) for t, c in counts.items()}
+        for table in p.tables:
+            if table not in drawn:
+                files[table] = staged_parts(stage, table)
+                rows[table] = sum(pq.ParquetFile(f).metadata.num_rows for f in files[table])
+                _place(table, files[table], out, None)
+        rows = {t: rows[t] for t in p.tables}
         if progress:
             print(f"[tpch] done: {time.perf_counter() - t0:.1f}s, skewed "
                   f"{skewed or 'nothing (z=0)'}", file=sys.stderr)

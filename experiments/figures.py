@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from experiments.figure_spec import plain
+from experiments.figure_spec import plain, resolve_scaled
 from experiments.paths import CONF
 
 
 def figure_ids(paper: str | None = None) -> list[str]:
     root = CONF / "figure"
-    ids = sorted(str(p.relative_to(root).with_suffix("")) for p in root.glob("*/*.yaml"))
+    # files starting with "_" hold settings shared by several figures of a paper
+    ids = sorted(str(p.relative_to(root).with_suffix("")) for p in root.glob("*/[!_]*.yaml"))
     return [i for i in ids if paper is None or i.split("/")[0] == paper]
 
 
@@ -19,12 +20,15 @@ def papers() -> list[str]:
 
 
 def load_figure(figure_id: str, scale: str = "small") -> dict:
-    """The figure's config (validated against the schema) as plain data."""
+    """The figure's config (validated against the schema) as plain data; its targets with this
+    scale's values (a target may give per-scale x positions)."""
     from experiments.run import compose
 
     if figure_id not in figure_ids():
         raise KeyError(f"unknown figure {figure_id!r}; valid: {', '.join(figure_ids())}")
-    return plain(compose([f"figure={figure_id}", f"scale={scale}"]).figure)
+    figure = plain(compose([f"figure={figure_id}", f"scale={scale}"]).figure)
+    figure["targets"] = resolve_scaled(figure.get("targets", []), scale)
+    return figure
 
 
 def headline_ids() -> list[str]:

@@ -121,7 +121,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         out.status, out.error = "oom", str(exc)
         m["memory_needed_bytes"] = (exc.needed_bytes, "bytes")
         return out
-    except Exception as exc:
+    except Exception:
         if timed_out.is_set():
             out.status, out.error = "timeout", "local wall-clock guard reached"
             return out

@@ -8,7 +8,6 @@ holds. Squall's DYNAMIC (Algorithms 1-2) is :class:`DynamicGrid`.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,7 +51,7 @@ class Decision:
     layout: Layout | None = None
 
 
-class Policy(ABC):
+class Policy:
     """An operator's routing policy. The engine calls :meth:`scan` on the tuples of a batch
     that lie outside a running migration and :meth:`observe` on those inside one."""
 

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): ratios against a baseline measured in the same run."""

@@ -1,0 +1,63 @@
+"""AM-Join against Spark's joins in one run (issue 4's performance targets).
+
+At scale=small, S=100 (amjoin/fig5's workload): AM-Join's modeled time on 64 executors at
+α=1.0 should be at most 1/3 of spark3_join's and of hash_join's, with a max/mean task load of at
+most 2; at α=0 it should be within 1.3x of hash_join. Prints and writes scratch/bench/amjoin.json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from experiments.cost_model import load_calibration
+from experiments.figures import load_figure
+from experiments.kinds import PointContext
+from experiments.kinds.batch_join import run_point
+from experiments.paths import SCRATCH
+
+SERIES = ("am_join", "hash_join", "spark3_join")
+
+
+def main(argv: list[str]) -> int:
+    opts = dict(a.split("=", 1) for a in argv if "=" in a)
+    scale = opts.get("scale", "small")
+    figure = load_figure("amjoin/fig5", scale)
+    calibration = load_calibration()
+    spark_cfg = {"master": opts.get("master", "local[2]"), "driver_memory": "8g"}
+    measured: dict[str, dict[str, dict]] = {}
+    for alpha in (0.0, 1.0):
+        for series in SERIES:
+            pc = PointContext(figure=figure, series=series, x=alpha, scale=scale, seed=0,
+                              spark_cfg=spark_cfg, calibration=calibration, wall_limit_s=1800)
+            out = run_point(pc)
+            m = {k: v for k, (v, _) in out.metrics.items()}
+            measured.setdefault(str(alpha), {})[series] = {"status": out.status, **m}
+            print(f"α={alpha} {series:<12} {out.status:<7} modeled {m.get('modeled_time', 0):8.2f}s"
+                  f"  wall {m.get('local_wall_time', 0):7.1f}s  imbalance "
+                  f"{m.get('task_imbalance', float('nan')):6.2f}  rows {m.get('output_rows', 0):,.0f}",
+                  flush=True)
+    a1, a0 = measured["1.0"], measured["0.0"]
+    checks = {
+        "alpha1_am_over_spark3": a1["am_join"]["modeled_time"] / a1["spark3_join"]["modeled_time"],
+        "alpha1_am_over_hash": a1["am_join"]["modeled_time"] / a1["hash_join"]["modeled_time"],
+        "alpha1_am_task_imbalance": a1["am_join"]["task_imbalance"],
+        "alpha0_am_over_hash": a0["am_join"]["modeled_time"] / a0["hash_join"]["modeled_time"],
+    }
+    goals = {"alpha1_am_over_spark3": 1 / 3, "alpha1_am_over_hash": 1 / 3,
+             "alpha1_am_task_imbalance": 2.0, "alpha0_am_over_hash": 1.3}
+    print(f"\nexecutors={int(a1['am_join']['executors'])}, calibration {calibration.id}, "
+          "modeled time from calibrated costs of exact task counts")
+    for k, v in checks.items():
+        print(f"  {k:<26} {v:6.3f}  (goal <= {goals[k]:.3f}: {'met' if v <= goals[k] else 'NOT met'})")
+    out_path = SCRATCH / "bench" / "amjoin.json"
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps({"scale": scale, "calibration": calibration.id,
+                                    "measured": measured, "ratios": checks, "goals": goals},
+                                   indent=2, default=float))
+    print(f"wrote {out_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,185 @@
+"""Tree-Join-Basic and Tree-Join against the DuckDB oracle, the Fig. 2/3 toys, self-joins (T18),
+the Basic failure rule and determinism under recomputation."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from joins.api import BatchContext, BudgetExceeded, JoinSpec
+from joins.batch import amjoin_common
+from joins.batch.sql_conf import sql_conf
+from joins.batch.tree_join import TreeOptions, TreeStats, initial_index_parts, partition_loads
+from joins.oracle import assert_same_rows, oracle_join
+from joins.registry import get
+from tests.frames import to_spark
+
+# key 1 hot in both (12 x 9), key 2 hot only in the left, key 4 only in the right, 3 and 6 cold,
+# 5/7 on one side, null keys on both sides, duplicate rows
+LEFT = pd.DataFrame({"key": [1] * 12 + [2] * 6 + [3, 3, 5, None, None],
+                     "a": list(range(12)) + [20, 20, 21, 22, 23, 24] + [30, 30, 31, 40, 41]})
+RIGHT = pd.DataFrame({"key": [1] * 9 + [2] + [4] * 5 + [3, 6, 7, None],
+                      "b": [f"s{i % 4}" for i in range(9)] + ["t"] + ["u"] * 5 + ["v", "w", "x", "y"]})
+
+
+def frame(spark, df: pd.DataFrame):
+    return to_spark(spark, df.astype({"key": "Int64"}))
+
+
+def run(spark, name: str, left: pd.DataFrame, right: pd.DataFrame, how: str = "inner",
+        self_join: bool = False, partitions: int = 4, **ctx_kw):
+    params = {"hot_threshold": 3, **ctx_kw.pop("params", {})}
+    ctx = BatchContext(spark, executors=2, partitions=partitions, params=params, **ctx_kw)
+    result = get(name).load()(ctx, frame(spark, left), frame(spark, right),
+                              JoinSpec("key", how, self_join))
+    with sql_conf(spark, result.sql_conf):
+        out = result.output.toPandas()
+    amjoin_common.release_all()
+    return out, result.extra
+
+
+@pytest.mark.parametrize("name", ["tree_join_basic", "tree_join"])
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
+def test_matches_oracle(spark, name, how):
+    out, extra = run(spark, name, LEFT, RIGHT, how)
+    assert_same_rows(out, oracle_join(LEFT, RIGHT, "key", how))
+    assert extra["iterations"] >= 2  # key 1 (12 x 9) is chunked at least once
+    if name == "tree_join":
+        assert (extra["hot_keys_left"], extra["hot_keys_right"], extra["hot_keys_both"]) == (2, 2, 1)
+        # unraveling key 1: 12 R records x δ_S(9)=3 + 9 S records x δ_R(12)=3
+        assert extra["replicated_records"] == 12 * 3 + 9 * 3
+
+
+@pytest.mark.parametrize("name", ["tree_join_basic", "tree_join"])
+def test_empty_inputs(spark, name):
+    empty = LEFT.iloc[:0]
+    out, _ = run(spark, name, empty, RIGHT, "full")
+    assert_same_rows(out, oracle_join(empty, RIGHT, "key", "full"))
+    out, extra = run(spark, name, LEFT, RIGHT.iloc[:0], "inner")
+    assert len(out) == 0 and extra["iterations"] == 1
+
+
+# Fig. 2/3 reconstruction. The figures are images; the text fixes: keys 1, 2 hot and chunked into
+# two sub-lists each (so 2..8 records per list), keys 3, 4 cold ("2 or fewer records in both"),
+# keys 5, 6 on one side only, three partial results with joined_index_2 holding one key only, and
+# (Fig. 3) a heaviest treeJoinBasic partition of 20 pairs. 4 x 5 records for key 1 give those 20
+# pairs and a second chunking round ((2,3) sub-list pairs stay hot); 3 x 3 for key 2 give one
+# round. isHotKey compares sqrt(ℓ1 ℓ2) with τ; τ = 2.2 makes exactly the lists above hot
+# ((2,2) cold, (2,3) hot), matching the figure's rule on this data.
+FIG_R = pd.DataFrame({"key": [1] * 4 + [2] * 3 + [3] * 2 + [4] + [5] * 2,
+                      "a": [f"r{i}" for i in range(12)]})
+FIG_S = pd.DataFrame({"key": [1] * 5 + [2] * 3 + [3] * 2 + [4] * 2 + [6] * 2,
+                      "c": [f"s{i}" for i in range(14)]})
+FIG_PARAMS = {"hot_threshold": 2.2}
+
+
+def test_fig2_tree_join_basic_iterations(spark):
+    out, extra = run(spark, "tree_join_basic", FIG_R, FIG_S, params=FIG_PARAMS)
+    assert_same_rows(out, oracle_join(FIG_R, FIG_S, "key", "inner"))
+    assert len(out) == 4 * 5 + 3 * 3 + 2 * 2 + 1 * 2
+    # joined_index_0: keys 1..6; joined_index_1: 2x2 sub-list pairs of keys 1 and 2;
+    # joined_index_2: the two hot (2,3) pairs of key 1, each chunked into 2x2
+    assert extra["iterations"] == 3
+    assert [extra[f"index_entries_it{i}"] for i in (1, 2, 3)] == [6, 8, 8]
+
+
+def _first_iteration_loads(spark, basic: bool, seed: int) -> list[int]:
+    ctx = BatchContext(spark, executors=6, partitions=6, seed=seed, params=FIG_PARAMS)
+    opts = TreeOptions.of(ctx, "inner", self_join=False)
+    parts = initial_index_parts(ctx, frame(spark, FIG_R), frame(spark, FIG_S), "key", opts,
+                                basic, TreeStats())
+    return partition_loads(parts, 6)
+
+
+def test_fig3_first_iteration_balance(spark):
+    # T3: treeJoinBasic's heaviest partition holds key 1's whole 20 pairs and some partitions
+    # are idle (paper: 20/0). treeJoin spreads key 1 over sub-list pairs (paper: 10/4); its
+    # loads depend on the random sub-list ids, so we check them over several seeds.
+    basic = _first_iteration_loads(spark, basic=True, seed=0)
+    assert sum(basic) == 35 and max(basic) >= 20 and min(basic) == 0
+    maxima = []
+    for seed in range(4):
+        loads = _first_iteration_loads(spark, basic=False, seed=seed)
+        assert sum(loads) == 35
+        maxima.append(max(loads))
+    assert max(maxima) < 20 and sum(maxima) / len(maxima) <= 14
+
+
+def self_join_expected(rel: pd.DataFrame, diagonal: bool = True) -> Counter:
+    """Unordered pairs (i <= j within a key, positions) as canonical sorted row tuples."""
+    rows = [tuple(r) for r in rel.itertuples(index=False, name=None)]
+    out: Counter = Counter()
+    by_key: dict = {}
+    for r in rows:
+        if not pd.isna(r[0]):
+            by_key.setdefault(r[0], []).append(r)
+    for recs in by_key.values():
+        for i in range(len(recs)):
+            for j in range(i if diagonal else i + 1, len(recs)):
+                out[tuple(sorted((recs[i], recs[j])))] += 1
+    return out
+
+
+def self_join_actual(out: pd.DataFrame, cols: list[str]) -> Counter:
+    lhs = out[["l_" + c for c in cols]].itertuples(index=False, name=None)
+    rhs = out[["r_" + c for c in cols]].itertuples(index=False, name=None)
+    return Counter(tuple(sorted((tuple(a), tuple(b)))) for a, b in zip(lhs, rhs, strict=True))
+
+
+SELF = pd.DataFrame({"key": [1] * 14 + [2] * 4 + [3, None, None], "a": list(range(14)) + [5, 5, 6, 7, 8, 9, 9]})
+
+
+@pytest.mark.parametrize("name", ["tree_join_basic", "tree_join"])
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_self_join(spark, name, diagonal):
+    out, extra = run(spark, name, SELF, SELF, self_join=True,
+                     params={"self_join_diagonal": diagonal})
+    # T18: n(n+1)/2 pairs per key with r-r once (n(n-1)/2 without), no reversed duplicates
+    n_pairs = sum(n * (n + 1) // 2 if diagonal else n * (n - 1) // 2 for n in (14, 4, 1))
+    assert len(out) == n_pairs
+    assert self_join_actual(out, ["key", "a"]) == self_join_expected(SELF, diagonal)
+    assert extra["iterations"] >= 2
+    if name == "tree_join":
+        assert extra["hot_keys_both"] == 2 and extra["replicated_records"] == 14 * 3 + 4 * 2
+
+
+def test_basic_fails_where_balanced_fits(spark):
+    # the largest key group (key 1: 12 + 9 records of 10 B) exceeds a 150 B task budget in the
+    # Basic variant only; Tree-Join never groups a key of κ_RS whole
+    budget = {"memory_budget_bytes": 150, "record_bytes": 10}
+    with pytest.raises(BudgetExceeded, match="largest key group"):
+        run(spark, "tree_join_basic", LEFT, RIGHT, **budget)
+    amjoin_common.release_all()
+    out, extra = run(spark, "tree_join", LEFT, RIGHT, **budget)
+    assert extra["max_group_records"] * 10 <= 150
+    assert_same_rows(out, oracle_join(LEFT, RIGHT, "key", "inner"))
+
+
+def test_recomputation_gives_identical_rows(spark):
+    ctx = BatchContext(spark, executors=2, partitions=4, seed=7, params={"hot_threshold": 3})
+    result = get("tree_join").load()(ctx, frame(spark, LEFT), frame(spark, RIGHT), JoinSpec("key"))
+    with sql_conf(spark, result.sql_conf):
+        first = result.output.toPandas()
+        assert amjoin_common.release_all() > 0  # drop every cached iteration: full recompute
+        second = result.output.toPandas()
+    key = list(first.columns)
+    pd.testing.assert_frame_equal(first.sort_values(key, ignore_index=True),
+                                  second.sort_values(key, ignore_index=True))
+
+
+rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 4)), st.integers(0, 3)),
+                max_size=25)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(left=rows, right=rows, how=st.sampled_from(["inner", "left", "right", "full"]),
+       name=st.sampled_from(["tree_join_basic", "tree_join"]), seed=st.integers(0, 3))
+def test_random_inputs_match_oracle(spark, left, right, how, name, seed):
+    lf = pd.DataFrame(left, columns=["key", "a"]).astype({"key": "Int64", "a": "int64"})
+    rf = pd.DataFrame(right, columns=["key", "b"]).astype({"key": "Int64", "b": "int64"})
+    out, _ = run(spark, name, lf, rf, how, seed=seed)
+    assert_same_rows(out, oracle_join(lf, rf, "key", how))

@@ -1,0 +1,134 @@
+"""Squall query inputs (datagen.squall_query): sizes against the paper/code, skew, determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from datagen import cache, squall_query
+from datagen.errors import GeneratorError
+from joins.oracle import oracle_count
+
+SF = 0.01
+REFS = [(name, i) for name, qd in squall_query.QUERIES.items() for i in range(len(qd.references))]
+
+
+def rows(folder: Path, table: str, sql: str = "count(*)") -> list[tuple]:
+    return duckdb.sql(f"SELECT {sql} FROM read_parquet('{folder / table}.parquet/*.parquet')"
+                      ).fetchall()
+
+
+def band_of(query: str) -> int | None:
+    qd = squall_query.QUERIES[query]
+    return qd.band if qd.predicate == "band" else None
+
+
+@pytest.fixture(scope="module")
+def tpch_cache(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("tpch_cache"))
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory, tpch_cache) -> dict[str, tuple[Path, dict]]:
+    """Every query at z = 0, all selected from one cached TPC-H generation."""
+    root = tmp_path_factory.mktemp("squall")
+    out = {}
+    for name in squall_query.QUERIES:
+        folder = root / name
+        counts = squall_query.generate({"query": name, "sf": SF, "tpch_cache": tpch_cache},
+                                       folder, None, False)
+        out[name] = (folder, counts)
+    assert len(list(Path(tpch_cache).iterdir())) == 1  # one base TPC-H serves all queries
+    return out
+
+
+def close(got: float, expected: float) -> bool:
+    """Within 5%, or 3 Poisson sigmas for small expected counts."""
+    return abs(got - expected) <= expected * max(0.05, 3 / math.sqrt(expected))
+
+
+@pytest.mark.parametrize("query,i", REFS)
+def test_sizes_match_the_reported_ones_scaled_to_sf(inputs, query, i):
+    ref = squall_query.QUERIES[query].references[i]
+    folder, counts = inputs[query]
+    scale = SF / ref.gb
+    assert close(counts["R"], ref.r * scale), (counts, ref)
+    assert close(counts["S"], ref.s * scale), (counts, ref)
+    if ref.output is not None:
+        out = oracle_count(folder / "R.parquet", folder / "S.parquet", band=band_of(query))
+        assert close(out, ref.output * scale ** ref.output_power), (out, ref)
+
+
+def test_bnci_is_exactly_the_squall_code_comment(inputs):
+    folder, counts = inputs["bnci"]
+    assert counts == {"R": 341, "S": 15010}
+    assert oracle_count(folder / "R.parquet", folder / "S.parquet", band=1) == 1073
+
+
+def test_columns_and_types(inputs):
+    expect = {
+        "eq5": (["key", "n_name"], ["key", "l_orderkey", "l_extendedprice", "l_discount"]),
+        "eq7": (["key", "n_name"], ["key", "l_orderkey", "l_year", "volume"]),
+        "bnci": (["key"], ["key"]), "bci": (["key"], ["key"]), "fluct": (["key"], ["key"]),
+    }
+    for name, (r_cols, s_cols) in expect.items():
+        folder, _ = inputs[name]
+        for table, cols in (("R", r_cols), ("S", s_cols)):
+            desc = duckdb.sql(f"DESCRIBE SELECT * FROM read_parquet('{folder / table}.parquet/"
+                              f"*.parquet')").fetchall()
+            assert [d[0] for d in desc] == cols, (name, table)
+            assert desc[0][1] == "BIGINT"
+    # B_CI's key is the ship date in days since 1970: TPC-H ships from 1992 to 1998
+    lo, hi = rows(inputs["bci"][0], "S", "min(key), max(key)")[0]
+    assert lo >= 8035 and hi <= 10561  # 1992-01-01 .. 1998-12-01
+
+
+def test_skewed_inputs_keep_r_and_skew_s(inputs, tpch_cache, tmp_path):
+    for name, key_domain in (("eq5", 100), ("fluct", 15000)):
+        folder = tmp_path / name
+        counts = squall_query.generate({"query": name, "sf": SF, "z": 1.0, "seed": 4,
+                                        "tpch_cache": tpch_cache}, folder, None, False)
+        base, base_counts = inputs[name]
+        assert counts == base_counts  # skew moves values, never rows
+        assert rows(folder, "R", "*") == rows(base, "R", "*")  # R's table is not skewed
+        h = sum(k ** -1.0 for k in range(1, key_domain + 1))
+        share = 1 / h  # Zipf(1) share of the hottest key among S's rows
+        [(top,)] = duckdb.sql(f"SELECT max(c) FROM (SELECT count(*) c FROM read_parquet("
+                              f"'{folder / 'S'}.parquet/*.parquet') GROUP BY key)").fetchall()
+        n = counts["S"]
+        assert abs(top - n * share) <= 4 * math.sqrt(n * share) + 2, (name, top, n * share)
+
+
+def test_same_params_same_bytes(inputs, tpch_cache, tmp_path):
+    folder, _ = inputs["eq7"]
+    again = tmp_path / "eq7"
+    squall_query.generate({"query": "eq7", "sf": SF, "tpch_cache": tpch_cache}, again, None,
+                          False)
+    for t in ("R", "S"):
+        a, b = (f / f"{t}.parquet" / "part-00000.parquet" for f in (folder, again))
+        assert hashlib.sha256(a.read_bytes()).digest() == hashlib.sha256(b.read_bytes()).digest()
+
+
+def test_through_the_cache_with_a_manifest(inputs, tpch_cache, tmp_path):
+    folder = cache.materialize("squall_query", {"query": "bnci", "sf": SF,
+                                                "tpch_cache": tpch_cache}, root=tmp_path,
+                               progress=False)
+    assert cache.read_manifest(folder)["rows"] == {"R": 341, "S": 15010}
+
+
+@pytest.mark.parametrize("params,needle", [
+    ({"query": "q5"}, "unknown query 'q5'; valid: eq5, eq7"),
+    ({"region": "ATLANTIS"}, "unknown region 'ATLANTIS'"),
+    ({"nations": ["PERU", "MORDOR"]}, "unknown nation 'MORDOR'"),
+    ({"z": -1}, "z must be"),
+    ({"sf": -2}, "sf must be > 0"),
+    ({"columns": ["l_nope"]}, "unknown skew column"),
+])
+def test_bad_input_is_a_generator_error(tmp_path, params, needle):
+    with pytest.raises(GeneratorError, match=needle):
+        squall_query.generate(params, tmp_path / "x", None, False)
+    assert not any(tmp_path.iterdir())
