@@ -85,7 +85,12 @@ def _check_ordering(results, spec):
 
 
 def _check_trend(results, spec):
-    values = _metric(results, spec["series"], spec["metric"], spec)
+    if "numerator" in spec:  # the trend of a ratio between two series (e.g. a speedup)
+        values = (_metric(results, spec["numerator"], spec["metric"], spec)
+                  / _metric(results, spec["denominator"], spec["metric"], spec)).dropna()
+        spec = {**spec, "series": f"{spec['numerator']}/{spec['denominator']}"}
+    else:
+        values = _metric(results, spec["series"], spec["metric"], spec)
     if len(values) < 3:
         raise _NoData(f"{len(values)} points of {spec['series']} (need 3)")
     rho = spearmanr(values.index, values.to_numpy()).statistic

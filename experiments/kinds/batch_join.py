@@ -10,6 +10,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from experiments.cost_model import modeled_makespan
 from experiments.figure_spec import resolve_scaled, scaled_rule
 from experiments.kinds import PointContext, PointOutcome
@@ -45,12 +47,22 @@ def point_settings(pc: PointContext) -> dict[str, Any]:
     return settings
 
 
-def _oracle_rows(folder: Path, left: str, right: str, on: str, how: str) -> int:
-    """DuckDB's exact output count, cached next to the generated inputs."""
-    cache = folder / f"oracle-{left}-{right}-{on}-{how}.json"
+def _oracle_rows(folder: Path, left: str, right: str, on: str, how: str,
+                 self_join: str | None = None) -> int:
+    """DuckDB's exact output count, cached next to the generated inputs.
+
+    ``self_join`` ("diagonal" or "no_diagonal") counts a same-attribute self-join's unordered
+    pairs: per key n(n+1)/2 with the r-r pairs (catalogue T18, the default) or n(n-1)/2.
+    """
+    cache = folder / f"oracle-{left}-{right}-{on}-{how}-{self_join}.json"
     if cache.exists():
         return int(json.loads(cache.read_text())["rows"])
     rows = oracle_count(folder / f"{left}.parquet", folder / f"{right}.parquet", on, how)
+    if self_join is not None:  # rows is then the ordered-pair count, sum of n^2 per key
+        keyed_rows = int(duckdb.sql(
+            f"SELECT count({on}) FROM read_parquet('{folder / left}.parquet/*.parquet')"
+        ).fetchone()[0])
+        rows = (rows + (keyed_rows if self_join == "diagonal" else -keyed_rows)) // 2
     tmp = cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
     tmp.write_text(json.dumps({"rows": rows}))
     tmp.replace(cache)
@@ -140,8 +152,9 @@ def run_point(pc: PointContext) -> PointOutcome:
         m[name] = (value, "bytes" if name.endswith("bytes") else "count")
     for name, value in result.extra.items():
         m[name] = (float(value), "count")
+    diagonal = "diagonal" if ctx.params.get("self_join_diagonal", True) else "no_diagonal"
     expected = _oracle_rows(folder, left_t, left_t if spec.self_join else right_t, spec.on,
-                            spec.how)
+                            spec.how, diagonal if spec.self_join else None)
     m["oracle_rows"] = (expected, "rows")
     if rows != expected:
         out.status = "error"

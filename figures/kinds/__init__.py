@@ -6,6 +6,9 @@ import importlib
 
 KINDS = {
     "lines": "figures.kinds.lines:draw",
+    "bars": "figures.kinds.bars:draw",
+    "timeseries": "figures.kinds.timeseries:draw",
+    "speedup": "figures.kinds.speedup:draw",
 }
 
 

@@ -33,7 +33,7 @@ import heapq
 from collections import Counter
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec, prefixed
@@ -101,20 +101,46 @@ def assign_ranges(range_loads: list[float], partitions: int) -> list[int]:
     return owner
 
 
-def partition_surrogates(spark: SparkSession, partitions: int) -> list[int]:
-    """For each partition p, a bigint v with pmod(hash(v), P) == p.
+_M32 = 0xFFFFFFFF
 
-    ``repartition(P, col)`` sends a row to pmod(Murmur3(col, seed 42), P), the same function as
-    ``F.hash``, so a column holding v_p puts the row exactly in partition p.
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def _mix(h1: int, k1: int) -> int:
+    k1 = _rotl((k1 * 0xCC9E2D51) & _M32, 15) * 0x1B873593 & _M32
+    h1 = _rotl(h1 ^ k1, 13)
+    return (h1 * 5 + 0xE6546B64) & _M32
+
+
+def spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark's Murmur3 hash of a bigint (``F.hash``; HashPartitioning uses seed 42).
+
+    MurmurHash3 x86_32 over the two 32-bit halves, low half first, as Spark's hashLong does.
+    """
+    v = value & 0xFFFFFFFFFFFFFFFF
+    h1 = _mix(_mix(seed & _M32, v & _M32), v >> 32)
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _M32
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _M32
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
+
+
+def partition_surrogates(partitions: int) -> list[int]:
+    """For each partition p, the smallest bigint v >= 0 with pmod(hash(v), P) == p.
+
+    ``repartition(P, col)`` sends a row to pmod(Murmur3(col, seed 42), P), so a column holding
+    v_p puts the row exactly in partition p.
     """
     found: dict[int, int] = {}
-    upper = 64 * partitions
+    v = 0
     while len(found) < partitions:
-        rows = spark.range(0, upper).select(
-            "id", F.pmod(F.hash("id"), F.lit(partitions)).alias("p")).collect()
-        for row in rows:
-            found.setdefault(int(row["p"]), int(row["id"]))
-        upper *= 4
+        found.setdefault(spark_hash_long(v) % partitions, v)
+        v += 1
     return [found[p] for p in range(partitions)]
 
 
@@ -148,10 +174,10 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
         rows_l, rows_r = lk.count(), rk.count()
         s_l = sample_keys(lk, on, min(sample_factor * parts, rows_l), ctx.seed)
         s_r = sample_keys(rk, on, min(sample_factor * parts, rows_r), ctx.seed + 1)
-        surrogates = partition_surrogates(ctx.spark, parts)
     loads = key_loads(s_l, s_r, rows_l, rows_r, output_weight)
     bounds, range_loads = key_ranges(loads, fine_factor * parts)
     owner = assign_ranges(range_loads, parts)
+    surrogates = partition_surrogates(parts)
     values = [surrogates[p] for p in owner]
 
     lp, rp = prefixed(lk, "l_"), prefixed(rk, "r_")

@@ -109,11 +109,12 @@ def build_stream(r: Relation, s: Relation, *, order: str, seed: int, k: float | 
         tid = np.concatenate([r.tid, s.tid])[order_idx]
         key = np.concatenate([kr, ks])[order_idx]
     else:
-        from datagen.orders import compute_arrival
+        from datagen.orders import compute_arrival, load
+        from datagen.params import signature_params
 
         params = dict(order_params or {})
-        if k is not None:
-            params["k"] = k
+        if k is not None and "k" in signature_params(load(order)):
+            params["k"] = k  # k is the fluct order's ratio; other orders have no k
         arr = compute_arrival(order, n_r, n_s, seed, **params)
         is_r = arr.is_r
         perm_r = arr.perm_r if arr.perm_r is not None else np.arange(n_r)

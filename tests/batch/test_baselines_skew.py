@@ -149,11 +149,18 @@ def test_key_loads_scale_sample_to_relation_sizes():
     assert loads == {1: 20 + 10 + 200, 2: 10 + 0 + 0, 3: 10 + 10 + 100}
 
 
+def test_spark_hash_long_matches_spark(spark):
+    values = [0, 1, -1, 42, 2**31, -(2**40) + 3, 2**63 - 1]
+    df = spark.createDataFrame([(v,) for v in values], "v long")
+    got = [r["h"] for r in df.select(F.hash("v").alias("h")).collect()]
+    assert got == [fgsd_join.spark_hash_long(v) for v in values]
+
+
 def test_partition_surrogates_address_each_partition(spark):
-    values = fgsd_join.partition_surrogates(spark, 7)
+    values = fgsd_join.partition_surrogates(7)
     df = spark.createDataFrame([(p, v) for p, v in enumerate(values)], "p int, v long")
     landed = df.repartition(7, "v").select("p", F.spark_partition_id().alias("pid")).collect()
-    assert all(r["p"] == r["pid"] for r in landed)
+    assert sorted((r["p"], r["pid"]) for r in landed) == [(p, p) for p in range(7)]
 
 
 def test_fgsd_sample_is_ten_times_partitions(spark):
@@ -189,3 +196,10 @@ def test_random_inputs_match_oracle(spark, lk, rk, name, threshold, top):
     _, got = _run(spark, name, left, right,
                   params={"hot_threshold": threshold, "max_hot_keys": top})
     assert_same_rows(got, oracle_join(left, right, "key", "inner"))
+
+
+def test_fgsd_sample_is_per_record_deterministic(spark):
+    df = to_spark(spark, _frame(list(range(60)), "a"))
+    first = fgsd_join.sample_keys(df, "key", 10, seed=3)
+    assert sorted(fgsd_join.sample_keys(df.repartition(3), "key", 10, seed=3)) == sorted(first)
+    assert sorted(fgsd_join.sample_keys(df, "key", 10, seed=4)) != sorted(first)

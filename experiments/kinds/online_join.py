@@ -1,0 +1,314 @@
+"""One point of an online (streaming) join figure: materialise the inputs, stream them through
+an online operator (``joins.online.run_stream``) on Spark, and turn its exact per-micro-batch,
+per-worker counts into the figure's scalar metrics and within-run time series.
+
+Settings come from the figure config (see ``conf/figure/squall/*.yaml``):
+
+* ``workload``: ``generator`` (e.g. ``squall_query``), ``params`` (+ ``sizes`` per scale, which
+  must carry ``sf`` when a rule scales with it); band joins take their band from the query.
+* ``run``: ``joiners``, ``order`` (``random`` | ``fluct``), ``k``, ``controller`` (``exact`` |
+  ``sampled``), ``batch_size``, ``partitions``, ``tuple_bytes`` (modeled bytes per stored tuple),
+  ``warmup_fraction`` (DYNAMIC's warm-up as a share of the stream; a ``warmup_tuples`` rule
+  wins), ``weak_factor`` (multiplies sf and joiners together: weak scaling),
+  ``memory_budget_factor`` (multiplies the scaled budget: the out-of-core runs),
+  ``migration_rate``, ``operator_params``, ``samples`` (points of the ILF/ILF* trace).
+* ``rules``: ``memory_budget_bytes`` per joiner (the paper's 2 GB heap, scaled with the data by
+  ``experiments.figure_spec.scaled_rule``) and optionally ``warmup_tuples``.
+
+Time is the engine's *modeled time* (calibrated linear costs of the exact counts, the slowest
+worker per micro-batch, summed); local wall time is reported next to it, never instead of it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from experiments.figure_spec import scaled_rule
+from experiments.kinds import PointContext, PointOutcome
+from experiments.kinds.batch_join import point_settings
+
+TIME_SERIES_UNITS = {
+    "max_ilf_t": "tuples", "avg_ilf_t": "tuples", "max_ilf_mb_t": "modeled MB",
+    "modeled_time_t": "modeled s", "local_wall_time_t": "local wall s", "migrating_t": "flag",
+    "ratio_rs_t": "|R|/|S|", "ilf_ratio_t": "ILF/ILF*", "migration_t": "fraction of input",
+}
+
+
+def query_band(generator: str, params: dict) -> float | None:
+    """The band of a band join (|R.key - S.key| <= band), None for an equi-join."""
+    if generator != "squall_query":
+        return params.get("band")
+    from datagen.squall_query import QUERIES
+
+    q = QUERIES[params.get("query", "eq5")]
+    return float(q.band) if q.predicate == "band" else None
+
+
+def _rows(folder: Path, table: str) -> int:
+    import pyarrow.dataset as ds
+
+    return int(ds.dataset(str(folder / f"{table}.parquet"), format="parquet").count_rows())
+
+
+def oracle_rows(folder: Path, band: float | None) -> int:
+    """DuckDB's exact |R join S| (equi or band), cached next to the generated inputs."""
+    from joins.oracle import oracle_count
+
+    cache = folder / f"oracle-R-S-key-inner-band{band}.json"
+    if cache.exists():
+        return int(json.loads(cache.read_text())["rows"])
+    rows = oracle_count(folder / "R.parquet", folder / "S.parquet", "key", "inner", band=band)
+    tmp = cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps({"rows": rows}))
+    tmp.replace(cache)
+    return rows
+
+
+def cost_model(calibration: Any):
+    """The online engine's cost model from the run's calibration (``calibration.online``);
+    the engine's documented uncalibrated defaults when the machine has no online constants."""
+    from joins.online import CostModel
+
+    online = getattr(calibration, "online", None) or {}
+    return CostModel.from_dict(online) if online else CostModel()
+
+
+def arrival_is_r(order: str, n_r: int, n_s: int, seed: int, k: float | None) -> np.ndarray:
+    """The arrival order the engine used (same generator, same seed), for the exact ILF trace."""
+    from datagen.orders import compute_arrival
+
+    params = {"k": k} if k is not None else {}
+    return compute_arrival(order, n_r, n_s, seed, **params).is_r
+
+
+def ilf_trace(is_r: np.ndarray, epochs: pd.DataFrame, joiners: int) -> pd.DataFrame:
+    """Per tuple: |R|, |S|, the current epoch's (n,m), its ILF and the oracle's ILF*."""
+    from joins.online.controller import ilf_opt
+
+    cum_r = np.cumsum(is_r)
+    cum_s = np.arange(1, len(is_r) + 1) - cum_r
+    starts = epochs["start_tuple"].to_numpy()
+    ep = np.searchsorted(starts, np.arange(len(is_r)), "right") - 1
+    n, m = epochs["n"].to_numpy()[ep], epochs["m"].to_numpy()[ep]
+    ilf = cum_r / n + cum_s / m
+    return pd.DataFrame({"r": cum_r, "s": cum_s, "ilf": ilf,
+                         "ilf_opt": ilf_opt(cum_r, cum_s, joiners)})
+
+
+def _trace_rows(trace: pd.DataFrame, warm: int, samples: int) -> list[dict]:
+    """ILF/ILF* and |R|/|S| at evenly spaced tuples plus both sides of every epoch change,
+    so no peak between samples is hidden (the per-tuple maximum is a scalar metric)."""
+    total = len(trace)
+    idx = set(np.linspace(0, total - 1, min(samples, total)).astype(int).tolist())
+    ratio = (trace["ilf"] / trace["ilf_opt"]).to_numpy()
+    jumps = np.flatnonzero(np.diff(ratio) != 0)
+    if len(jumps) > 4 * samples:  # ratio changes at every tuple: keep the local peaks
+        jumps = jumps[np.argsort(-ratio[jumps])[: 2 * samples]]
+    idx |= set(jumps.tolist()) | set((jumps + 1).tolist())
+    rows = []
+    for i in sorted(i for i in idx if i < total):
+        t = (i + 1) / total
+        s = trace["s"].iat[i]
+        if s > 0:
+            rows.append({"metric": "ratio_rs_t", "t": t, "value": trace["r"].iat[i] / s})
+        rows.append({"metric": "ilf_ratio_t", "t": t, "value": ratio[i],
+                     "after_warmup": i >= warm})
+    return [{k: v for k, v in r.items() if k != "after_warmup"} for r in rows]
+
+
+def batch_series(metrics: pd.DataFrame, cost, total: int, tuple_bytes: float) -> list[dict]:
+    """Per micro-batch: physical max/avg stored per worker (old and new data coexist during a
+    migration), cumulative modeled and local wall time, and whether a migration runs."""
+    from joins.online import batch_costs
+
+    if metrics.empty:
+        return []
+    m = metrics.assign(stored=metrics["r_stored"] + metrics["s_stored"] + metrics["pending"])
+    g = m.groupby("batch")
+    seen = (g["r_seen"].first() + g["s_seen"].first()) / max(1, total)
+    per = pd.DataFrame({
+        "t": seen,
+        "max_ilf_t": g["stored"].max(),
+        "avg_ilf_t": g["stored"].mean(),
+        "modeled_time_t": batch_costs(m, cost).cumsum(),
+        "local_wall_time_t": g["batch_wall_seconds"].first().cumsum(),
+        "migrating_t": g["migrating"].first().astype(float),
+    })
+    per["max_ilf_mb_t"] = per["max_ilf_t"] * tuple_bytes / 1e6
+    rows = []
+    for _, r in per.iterrows():
+        for name in ("max_ilf_t", "avg_ilf_t", "max_ilf_mb_t", "modeled_time_t",
+                     "local_wall_time_t", "migrating_t"):
+            rows.append({"metric": name, "t": float(r["t"]), "value": float(r[name])})
+    return rows
+
+
+def migration_rows(epochs: pd.DataFrame, metrics: pd.DataFrame, total: int) -> list[dict]:
+    """One row per migration: t = fraction of input at the decision, value = fraction at which
+    every joiner finished (the engine finalises at the start of ``migration_end_batch``)."""
+    if len(epochs) < 2 or metrics.empty:
+        return []
+    g = metrics.groupby("batch")
+    seen = (g["r_seen"].first() + g["s_seen"].first()).to_dict()
+    rows = []
+    for _, e in epochs.iloc[1:].iterrows():
+        end_batch = int(e["migration_end_batch"])
+        end = seen.get(end_batch - 1, total) if end_batch >= 0 else total
+        rows.append({"metric": "migration_t", "t": float(e["start_tuple"]) / total,
+                     "value": float(end) / total})
+    return rows
+
+
+def growth_slope(series_rows: list[dict], metric: str = "max_ilf_mb_t") -> float:
+    """Least-squares slope of a per-batch series per 1% of input (Fig 5a's MB per 1%)."""
+    pts = [(r["t"] * 100, r["value"]) for r in series_rows if r["metric"] == metric]
+    if len(pts) < 2:
+        return float("nan")
+    x, y = np.array(pts).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def _settings(pc: PointContext) -> tuple[dict, dict, dict]:
+    s = point_settings(pc)
+    wl, run = s["workload"], s["run"]
+    params = dict(wl["params"])
+    params.setdefault("seed", pc.seed)
+    factor = float(run.get("weak_factor", 1) or 1)
+    if factor != 1:
+        params["sf"] = float(params["sf"]) * factor
+    return s, wl, {**run, "params": params, "weak_factor": factor,
+                   "algorithm": s["algorithm"]}
+
+
+def run_point(pc: PointContext) -> PointOutcome:
+    from datagen import materialize
+    from experiments.spark_session import get_spark
+    from joins.online import run_stream
+
+    _, wl, run = _settings(pc)
+    params, algorithm, factor = run["params"], run["algorithm"], run["weak_factor"]
+    joiners = int(round(int(run["joiners"]) * factor))
+    spark = get_spark(**pc.spark_cfg)
+    out = PointOutcome(status="ok", spark_version=spark.version,
+                       spark_master=spark.sparkContext.master)
+    folder = Path(materialize(wl["generator"], params, spark=spark, progress=pc.progress))
+    n_r, n_s = _rows(folder, "R"), _rows(folder, "S")
+    total = n_r + n_s
+    band = query_band(wl["generator"], params)
+    rules, sizes = pc.figure.get("rules", {}), pc.figure["workload"]["sizes"]
+    tuple_bytes = float(run.get("tuple_bytes", 200))
+    budget_bytes = scaled_rule(rules, "memory_budget_bytes", pc.scale, sizes)
+    budget = None
+    if budget_bytes is not None:
+        budget = max(1, int(budget_bytes * float(run.get("memory_budget_factor", 1))
+                            / tuple_bytes))
+    op_params = dict(run.get("operator_params") or {})
+    warm = 0
+    if algorithm == "dynamic":
+        rule = scaled_rule(rules, "warmup_tuples", pc.scale, sizes)
+        warm = int(math.ceil(rule * factor if rule is not None else
+                             float(run.get("warmup_fraction", 0.01)) * total))
+        # The engine's controller cannot react faster than a micro-batch (a decision waits for
+        # the running migration, which ends at a batch boundary), so a warm-up much shorter
+        # than a batch would measure the batch size, not Algorithm 2.
+        warm = max(warm, int(math.ceil(float(run.get("warmup_min_batches", 0))
+                                       * int(run["batch_size"]))))
+        op_params.setdefault("warmup", warm)
+        warm = int(op_params["warmup"])
+    order, k = run.get("order", "random"), run.get("k")
+    k = float(k) if k is not None else None
+    cost = cost_model(pc.calibration)
+
+    sc = spark.sparkContext
+    group = f"point-{uuid.uuid4().hex[:8]}"
+    sc.setJobGroup(group, f"{pc.figure['id']} {pc.series} x={pc.x}", interruptOnCancel=True)
+    timed_out = threading.Event()
+
+    def _cancel() -> None:
+        timed_out.set()
+        sc.cancelJobGroup(group)
+
+    timer = threading.Timer(pc.wall_limit_s, _cancel)
+    timer.start()
+    try:
+        res = run_stream(spark, str(folder / "R.parquet"), str(folder / "S.parquet"),
+                         operator=algorithm, joiners=joiners, on="key", band=band, order=order,
+                         k=k, seed=int(params["seed"]),
+                         controller=run.get("controller", "exact"),
+                         batch_size=int(run["batch_size"]), memory_budget_tuples=budget,
+                         spill=run.get("spill", "charge"), cost=cost, progress=pc.progress,
+                         partitions=run.get("partitions"),
+                         migration_rate=float(run.get("migration_rate", 2.0)), **op_params)
+    except Exception:
+        if timed_out.is_set():
+            out.status, out.error = "timeout", "local wall-clock guard reached"
+            return out
+        raise
+    finally:
+        timer.cancel()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+
+    sm = res.summary
+    mt = out.metrics
+    modeled = float(sm["modeled_time"])
+    mt.update({
+        "joiners": (joiners, "joiners"), "r_tuples": (n_r, "tuples"), "s_tuples": (n_s, "tuples"),
+        "modeled_time": (modeled, "modeled s"),
+        "local_wall_time": (float(sm["local_wall_time"]), "local wall s"),
+        "throughput": (total / modeled if modeled > 0 else float("nan"),
+                       "tuples per modeled s"),
+        "latency_ms": (1e3 * float(sm["mean_latency_modeled"]), "modeled ms"),
+        "max_ilf": (sm["max_ilf"], "tuples"),
+        "final_max_ilf": (sm["final_max_ilf"], "tuples"),
+        "final_avg_ilf": (sm["final_avg_ilf"], "tuples"),
+        "final_avg_ilf_mb": (sm["final_avg_ilf"] * tuple_bytes / 1e6, "modeled MB"),
+        "cluster_storage_tuples": (sm.get("final_total_stored", 0), "tuples"),
+        "cluster_storage_gb": (sm.get("final_total_stored", 0) * tuple_bytes / 1e9,
+                               "modeled GB"),
+        "migrations": (sm["migrations"], "count"),
+        "migrated_tuples": (sm["migrated_tuples"], "tuples"),
+        "spilled": (sm["spilled"], "tuples"),
+        "batches": (sm["batches"], "count"),
+        "output_rows": (sm["outputs"], "rows"),
+        "warmup_tuples": (warm, "tuples"),
+    })
+    if budget is not None:
+        mt["memory_budget_tuples"] = (budget, "tuples")
+    if "final_mapping" in sm:
+        mt["final_n"] = (sm["final_mapping"][0], "rows of grid")
+        mt["final_m"] = (sm["final_mapping"][1], "columns of grid")
+    rows = batch_series(res.metrics, cost, total, tuple_bytes)
+    mt["max_ilf_growth_mb_per_pct"] = (growth_slope(rows), "modeled MB per 1% input")
+    rows += migration_rows(res.epochs, res.metrics, total)
+    if sm.get("final_mapping", (0, 0))[0] > 0 and total:  # a grid operator: epoch ILF trace
+        is_r = arrival_is_r(order, n_r, n_s, int(params["seed"]), k)
+        trace = ilf_trace(is_r, res.epochs, joiners)
+        if not res.metrics.empty:  # the re-derived order must be the engine's
+            last = res.metrics[res.metrics["batch"] == res.metrics["batch"].max()]
+            if int(last["r_seen"].iat[0]) != int(trace["r"].iat[-1]):
+                raise RuntimeError("re-derived arrival order disagrees with the engine's")
+        ratio = trace["ilf"] / trace["ilf_opt"]
+        after = ratio.iloc[min(warm, total - 1):]
+        mt["ilf_ratio_max"] = (float(after.max()), "ILF/ILF*")
+        mt["ilf_ratio_final"] = (float(ratio.iloc[-1]), "ILF/ILF*")
+        mt["ilf_final"] = (float(trace["ilf"].iloc[-1]), "tuples")
+        mt["ilf_opt_final"] = (float(trace["ilf_opt"].iloc[-1]), "tuples")
+        rows += _trace_rows(trace, warm, int(run.get("samples", 400)))
+    out.series_rows = [{**r, "unit": TIME_SERIES_UNITS[r["metric"]]} for r in rows]
+
+    expected = oracle_rows(folder, band)
+    mt["oracle_rows"] = (expected, "rows")
+    if int(sm["outputs"]) != expected:
+        out.status = "error"
+        out.error = f"output has {sm['outputs']} rows, DuckDB oracle has {expected}"
+    elif sm["status"] != "ok":
+        out.status = sm["status"]  # overflow: the paper's asterisk (spill charged)
+    return out

@@ -1,0 +1,122 @@
+"""Exactly-once property tests of the engine's worker steps, run in-process (backend="local":
+the same step code as on Spark, state pickled between micro-batches) so that hypothesis can
+try many random streams quickly. The Spark runs are in test_spark_engine.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from joins.online import operators, run_stream
+from joins.online.controller import Scripted
+from joins.online.layouts import GridLayout
+from joins.oracle import assert_same_rows, oracle_join
+
+
+def _frame(keys: list, col: str) -> pd.DataFrame:
+    return pd.DataFrame({"key": pd.array(keys, dtype="Int64"), col: np.arange(len(keys))})
+
+
+key_lists = st.lists(st.one_of(st.integers(0, 6), st.none()), max_size=60)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(r=key_lists, s=key_lists,
+       op=st.sampled_from(["dynamic", "static_mid", "static_opt", "shj", "biclique",
+                           "relocating"]),
+       band=st.sampled_from([None, 1.0]), batch=st.integers(3, 40),
+       joiners=st.sampled_from([1, 2, 4, 8, 16]), order=st.sampled_from(["random", "fluct"]),
+       eps=st.sampled_from([0.2, 0.5, 1.0]), warmup=st.integers(0, 10), seed=st.integers(0, 5),
+       budget=st.sampled_from([None, 3]))
+def test_exactly_once_on_random_streams(r, s, op, band, batch, joiners, order, eps, warmup,
+                                        seed, budget):
+    if op in ("shj", "relocating") and band is not None:
+        band = None
+    if op == "biclique" and joiners < 2:
+        joiners = 2
+    factory = {"biclique": operators.join_biclique, "relocating": operators.relocating_shj
+               }.get(op, op)
+    params = dict(eps=eps, warmup=warmup) if op == "dynamic" else {}
+    if op == "relocating":
+        params = dict(groups=13, theta=0.95)
+    rf, sf = _frame(r, "a"), _frame(s, "b")
+    res = run_stream(None, rf, sf, operator=factory, joiners=joiners, band=band, order=order,
+                     k=2, seed=seed, batch_size=batch, collect_output=True, progress=False,
+                     backend="local", memory_budget_tuples=budget, **params)
+    assert_same_rows(res.output, oracle_join(rf, sf, band=band))
+    m = res.metrics
+    if not m.empty and op in ("dynamic", "static_mid", "static_opt"):
+        last = m[m["batch"] == m["batch"].max()]
+        n, mm = res.summary["final_mapping"]
+        assert last["r_stored"].sum() == mm * len(r)  # eventual consistency: each R tuple
+        assert last["s_stored"].sum() == n * len(s)  # on exactly the m (n) joiners of its row
+        assert last["pending"].sum() == 0
+    if budget is not None and not m.empty and (m["r_stored"] + m["s_stored"]).max() > budget:
+        assert res.summary["status"] == "overflow"
+
+
+def test_many_migrations_split_batches_and_stay_exact():
+    rng = np.random.default_rng(5)
+    rf = _frame(list(rng.integers(0, 20, 300)) + [3] * 40, "a")
+    sf = _frame(list(rng.integers(0, 20, 1500)) + [3] * 60, "b")
+    res = run_stream(None, rf, sf, operator="dynamic", joiners=16, order="fluct", k=4,
+                     batch_size=97, eps=0.25, warmup=10, collect_output=True, progress=False,
+                     backend="local")
+    assert_same_rows(res.output, oracle_join(rf, sf))
+    ep = res.epochs
+    assert len(ep) >= 4
+    assert (ep["start_tuple"].iloc[1:] % 97 != 0).any()  # epochs start inside micro-batches
+    m = res.metrics
+    assert m["migrated"].sum() == ep["migration_tuples"].sum() > 0
+    assert (m.groupby("batch")["migrated"].sum() > 0).sum() >= 2
+
+
+def test_migrated_tuples_flow_at_twice_the_new_rate():
+    rng = np.random.default_rng(6)
+    rf, sf = _frame(list(rng.integers(0, 50, 2000)), "a"), _frame(list(rng.integers(0, 50, 20)), "b")
+    res = run_stream(None, rf, sf, operator="dynamic", joiners=16, order="random",
+                     batch_size=100, warmup=1000, collect_output=False, progress=False,
+                     backend="local")
+    m = res.metrics.sort_values(["batch", "worker"])
+    assert res.summary["migrations"] >= 1
+    sent = m.pivot(index="batch", columns="worker", values="sent").fillna(0)
+    recv = m.pivot(index="batch", columns="worker", values="received").fillna(0)
+    # mu received in batch b+1 was sent in batch b at up to 2x that batch's new deliveries
+    moving = sent.sum(axis=1) > 0
+    assert moving.any()
+    mean_recv = recv.mean(axis=1)
+    for b in sent.index[moving]:
+        if b < sent.index.max() - 1:
+            got = m[(m["batch"] == b + 1)].set_index("worker")["migrated"]
+            cap = 2 * np.maximum(recv.loc[b], mean_recv.loc[b])
+            assert (got.reindex(cap.index).fillna(0) <= cap + 1e-9).all()
+
+
+def test_scale_out_and_scale_in_at_run_time_stay_exact():
+    rng = np.random.default_rng(7)
+    rf, sf = _frame(list(rng.integers(0, 9, 400)), "a"), _frame(list(rng.integers(0, 9, 500)), "b")
+
+    def elastic(joiners, **_):
+        return Scripted(GridLayout.initial(2, 2), [(150, lambda lay: lay.scale_out()),
+                                                   (600, lambda lay: lay.scale_in())])
+
+    res = run_stream(None, rf, sf, operator=elastic, joiners=4, batch_size=70,
+                     collect_output=True, progress=False, backend="local", band=1.0)
+    assert_same_rows(res.output, oracle_join(rf, sf, band=1.0))
+    assert list(res.epochs["joiners"]) == [4, 16, 4]
+    last = res.metrics[res.metrics["batch"] == res.metrics["batch"].max()]
+    assert len(last) == 4 and last["r_stored"].sum() == 2 * 400
+
+
+def test_partition_group_relocation_moves_groups_and_stays_exact():
+    rng = np.random.default_rng(8)
+    hot = [1] * 300
+    rf = _frame(list(rng.integers(0, 200, 300)) + hot, "a")
+    sf = _frame(list(rng.integers(0, 200, 300)), "b")
+    res = run_stream(None, rf, sf, operator=operators.relocating_shj, joiners=4, groups=64,
+                     theta=0.8, batch_size=100, collect_output=True, progress=False,
+                     backend="local")
+    assert_same_rows(res.output, oracle_join(rf, sf))
+    assert res.summary["migrations"] >= 1 and res.summary["migrated_tuples"] > 0
