@@ -275,15 +275,24 @@ def draw_columns(p: Params, stage: Path, table: str, columns: list[str],
 
 
 def rewrite_part(src: Path, dst: Path, new: dict[str, pa.Array], offset: int) -> int:
-    """Copy one tpchgen file row group by row group, replacing the skewed columns' values."""
-    f = pq.ParquetFile(src)
+    """Copy one tpchgen file row group by row group, replacing the skewed columns' values.
+
+    Low-cardinality strings are read as dictionaries and written back as such (about 20% less
+    CPU than materialising every value); the Arrow schema is then not stored, so readers see
+    those columns as plain ``string`` instead of tpchgen's ``string_view``: the same Parquet
+    type (BYTE_ARRAY UTF8), only the in-memory Arrow type of Python readers differs.
+    """
+    stored = pq.read_schema(src)
+    names = stored.names
+    low_card = [n for n in names if n not in new and not _NO_DICTIONARY.search(n)
+                and pa.types.is_string_view(stored.field(n).type)]
+    f = pq.ParquetFile(src, read_dictionary=low_card)
     schema = f.schema_arrow
-    no_dict = [n for n in schema.names if _NO_DICTIONARY.search(n)]
-    dict_cols = [n for n in schema.names if n not in no_dict]
+    dict_cols = [n for n in names if not _NO_DICTIONARY.search(n)]
     dst.parent.mkdir(parents=True, exist_ok=True)
     rows = 0
     with pq.ParquetWriter(dst, schema, compression="snappy", use_dictionary=dict_cols,
-                          write_statistics=True) as w:
+                          write_statistics=True, store_schema=False) as w:
         for g in range(f.metadata.num_row_groups):
             tb = f.read_row_group(g)
             n = tb.num_rows

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.spark_session import event_log_path
+from joins.api import UNCOUNTED_JOB_PREFIX
 
 TASK_COLUMNS = [
     "job_id", "stage_id", "stage_attempt", "task_index", "executor", "run_ms", "cpu_ns",
@@ -160,15 +161,20 @@ class TaskMetricsCapture:
             last_len = len(events)
             time.sleep(self.settle_s)
         stage_job: dict[int, int] = {}
+        uncounted_stages: set[int] = set()
         for e in events:
             if e["Event"] == "SparkListenerJobStart":
+                description = (e.get("Properties") or {}).get("spark.job.description") or ""
                 for s in e.get("Stage IDs", []):
                     stage_job[s] = e["Job ID"]
+                    if description.startswith(UNCOUNTED_JOB_PREFIX):
+                        uncounted_stages.add(s)
         rows = [
             _task_row(e, stage_job)
             for e in events
-            if e["Event"] == "SparkListenerTaskEnd" and e.get("Task End Reason", {}).get(
-                "Reason", "Success") == "Success"
+            if e["Event"] == "SparkListenerTaskEnd"
+            and e.get("Task End Reason", {}).get("Reason", "Success") == "Success"
+            and e["Stage ID"] not in uncounted_stages
         ]
         tasks = pd.DataFrame(rows, columns=TASK_COLUMNS)
         tasks["records_in"] = tasks["input_records"] + tasks["shuffle_read_records"]

@@ -8,6 +8,7 @@ KINDS = {
     "lines": "figures.kinds.lines:draw",
     "bars": "figures.kinds.bars:draw",
     "timeseries": "figures.kinds.timeseries:draw",
+    "table": "figures.kinds.table:draw",
     "speedup": "figures.kinds.speedup:draw",
 }
 

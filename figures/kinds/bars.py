@@ -16,6 +16,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Patch
 
 from figures.style import FAIL_LABELS, FAIL_MARKERS, footer_text, series_colors, y_kind_of
 
@@ -44,6 +45,7 @@ def _panel(ax, figure: dict, results: pd.DataFrame, names: list[str], y: str, yl
     width = 0.8 / max(1, len(names))
     top = float(vals.max()) if len(vals) else 1.0
     pos = {}
+    handles = []
     for i, name in enumerate(names):
         for j, x in enumerate(xs):
             p = j - 0.4 + width * (i + 0.5)
@@ -61,12 +63,13 @@ def _panel(ax, figure: dict, results: pd.DataFrame, names: list[str], y: str, yl
             elif st in FAIL_MARKERS:
                 ax.scatter([p], [top * 0.02 if logy else 0], marker=FAIL_MARKERS[st],
                            color=colors[name], s=45, zorder=5)
-        ax.bar([], [], color=colors[name], label=labels[name])
+        handles.append(Patch(facecolor=colors[name], label=labels[name]))
     if (status == "overflow").any():
-        ax.bar([], [], color="white", edgecolor="0.2", hatch="//",
-               label=f"* {FAIL_LABELS['overflow']}")
+        handles.append(Patch(facecolor="white", edgecolor="0.2", hatch="//",
+                             label=f"* {FAIL_LABELS['overflow']}"))
     for st in sorted(set(status) & set(NO_VALUE)):
-        ax.scatter([], [], marker=FAIL_MARKERS[st], color="gray", label=FAIL_LABELS[st])
+        handles.append(ax.scatter([], [], marker=FAIL_MARKERS[st], color="gray",
+                                  label=FAIL_LABELS[st]))
     ax.set_xticks(range(len(xs)), _x_ticks(figure, xs, sub))
     ax.set_xlabel(figure["x"].get("label", "x"))
     ax.set_ylabel(ylabel)
@@ -85,16 +88,12 @@ def _panel(ax, figure: dict, results: pd.DataFrame, names: list[str], y: str, yl
             if p.get("overflow"):
                 tw.annotate("*", (pos[key], p["value"]), ha="center", va="bottom",
                             fontsize=10, color="0.3")
-        tw.scatter([], [], facecolors="none", edgecolors="k", marker="D",
-                   label="paper (right axis)")
+        handles.append(tw.scatter([], [], facecolors="none", edgecolors="k", marker="D",
+                                  label="paper (right axis; * = paper's overflow)"))
         if logy:
             tw.set_yscale("log")
         tw.set_ylabel(paper_label, fontsize=8, color="0.35")
-        h, lab = tw.get_legend_handles_labels()
-        ax.legend(*[a + b for a, b in zip(ax.get_legend_handles_labels(), (h, lab),
-                                          strict=True)], fontsize=7, loc="upper left")
-    else:
-        ax.legend(fontsize=7, loc="upper left")
+    ax.legend(handles=handles, fontsize=7, loc="upper left")
 
 
 def draw(figure: dict, results: pd.DataFrame):

@@ -5,7 +5,7 @@ panel per x value of the sweep (e.g. per fluctuation factor k), ``single`` (defa
 (series, x) line in one panel; ``series`` limits the lines; ``right: {y, ylabel, logy, series,
 hline}`` adds a right-hand axis (e.g. ILF/ILF* next to |R|/|S|); ``shade: {metric, series}``
 shades intervals stored as rows with t = start and value = end (migrations); ``hline`` draws a
-bound on the left axis. Failed runs are listed in the panel title.
+bound on the left axis; rows ``warmup_end_t`` mark the end of the warm-up. Failed runs are listed in the panel title.
 """
 
 from __future__ import annotations
@@ -56,6 +56,10 @@ def _panel(ax, figure, data, plot, colors, many_x):
         _shade(ax, data, plot["shade"])
     if plot.get("hline") is not None:
         ax.axhline(plot["hline"], color="r", ls=":", lw=1)
+    marks = data[data.metric == "warmup_end_t"]
+    if len(marks):
+        ax.axvline(float(marks["t"].max()) * 100, color="0.3", ls="-.", lw=0.8,
+                   label="end of warm-up")
     ax.set_xlabel(plot.get("xlabel", "input processed (%)"))
     ax.set_ylabel(plot.get("ylabel", plot["y"]))
     if plot.get("logy"):

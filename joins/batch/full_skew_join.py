@@ -20,7 +20,8 @@ Choices the paper leaves open:
   has no random seed to take from ctx.seed.
 * Failure rule (catalogue 5.2): FSJ fails when the broadcast hot-key records (S_dup and R_dup,
   both held on every executor) exceed executor memory:
-  ``ctx.require_memory("broadcast hot-key records", rows * record_bytes)``. The rows are exact.
+  ``ctx.require_memory("broadcast hot-key records", rows * record_bytes)``. The rows are exact;
+  ``broadcast_bytes`` is rows x ctx.record_bytes (0 when the record size is not given).
 """
 
 from __future__ import annotations

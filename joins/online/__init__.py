@@ -50,12 +50,15 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                collect_output: bool = False, progress: bool = True,
                partitions: int | None = None, checkpoint_every: int = 10,
                migration_rate: float = 2.0, order_params: dict | None = None,
-               backend: str = "spark", **operator_params) -> StreamResult:
+               backend: str = "spark", transport: str = "broadcast",
+               **operator_params) -> StreamResult:
     """Stream R and S through an online join operator on Spark.
 
     ``partitions``: Spark partitions holding the J logical workers (default: the session's
     default parallelism, at most J; about one per core is the efficient shape).
     ``migration_rate``: migrated tuples a worker takes per new tuple it receives (Thm 4.4: 2).
+    ``transport``: how a micro-batch's tuples reach the partitions: ``"broadcast"`` (one
+    Spark stage per micro-batch) or ``"shuffle"`` (parallelize + partitionBy, two stages).
     ``backend="local"`` runs the same worker steps in this process (fast property tests
     only; never for measurements).
     ``memory_budget_tuples``: per worker; exceeding it is recorded (status "overflow") and
@@ -94,7 +97,8 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                     spill_dir=str(spill_dir) if spill_dir else None)
     engine = Engine(spark, stream, policy, batch_size=batch_size, partitions=parts, config=cfg,
                     migration_rate=migration_rate, checkpoint_every=checkpoint_every,
-                    progress=progress, backend=backend)
+                    progress=progress, backend=backend,
+                    transport=transport)
     res = engine.run()
     if spill_dir is not None:
         shutil.rmtree(spill_dir, ignore_errors=True)

@@ -44,6 +44,20 @@ def _run_partition(report, pid, records):
     yield pid, step(pid, records, report)
 
 
+def _run_partition_bc(report, chunks, pid, records):
+    """Like :func:`_run_partition`, the chunk read from this partition's broadcast."""
+    yield pid, step(pid, _chain(records, (pid, chunks[pid].value)), report)
+
+
+def _chain(records, extra):
+    yield from records
+    yield extra
+
+
+def _empty_state(p):
+    return p, None
+
+
 class _ReportParam:
     """Accumulator of per-(batch, partition) reports; merging by key makes retries harmless."""
 
@@ -97,18 +111,24 @@ class Engine:
     def __init__(self, spark, stream: Stream, policy: Policy, *, batch_size: int,
                  partitions: int, config: RunConfig, migration_rate: float = 2.0,
                  checkpoint_every: int = 10, progress: bool = True,
-                 backend: str = "spark") -> None:
+                 backend: str = "spark", transport: str = "broadcast") -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         if backend not in ("spark", "local"):
             raise ValueError(f"backend must be spark or local, got {backend!r}")
-        self.backend = backend
+        if transport not in ("broadcast", "shuffle"):
+            raise ValueError(f"transport must be broadcast or shuffle, got {transport!r}")
+        self.backend, self.transport = backend, transport
+        self._broadcasts: list = []
+        self._old_broadcasts: list = []
         self._local: dict[int, object] = {}
         self.spark, self.stream, self.policy = spark, stream, policy
         self.bs, self.P, self.cfg = batch_size, partitions, config
         self.rate, self.ckpt_every, self.progress = migration_rate, checkpoint_every, progress
 
     def _spark_step(self, prev, chunks, prev_sent: bool, acc):
+        if self.transport == "broadcast":
+            return self._spark_step_bc(prev, chunks, prev_sent, acc)
         sc = self.spark.sparkContext
         inp = sc.parallelize([(p, c) for p, c in enumerate(chunks)], self.P)
         if prev is not None and prev_sent:
@@ -118,6 +138,25 @@ class Engine:
         if src.getNumPartitions() != self.P:
             raise RuntimeError("state and batch are not co-partitioned (union not aligned)")
         return src.mapPartitionsWithIndex(partial(_run_partition, acc), preservesPartitioning=True)
+
+    def _spark_step_bc(self, prev, chunks, prev_sent: bool, acc):
+        """One stage per micro-batch: each partition reads its chunk from its own broadcast
+        (loaded lazily by the Python worker), so no shuffle is needed unless tuples migrate.
+        On a cluster every executor fetches every partition's broadcast (P x the batch bytes
+        instead of 1 x with ``transport="shuffle"``)."""
+        sc = self.spark.sparkContext
+        if prev is None:
+            prev = sc.parallelize(range(self.P), self.P).map(_empty_state) \
+                .partitionBy(self.P, _pid_of)
+        src = prev
+        if prev_sent:
+            src = prev.union(prev.flatMap(_outgoing).partitionBy(self.P, _pid_of))
+        if src.getNumPartitions() != self.P:
+            raise RuntimeError("state and migrated tuples are not co-partitioned")
+        bcs = [sc.broadcast(c) for c in chunks]
+        self._broadcasts.extend(bcs)
+        return src.mapPartitionsWithIndex(partial(_run_partition_bc, acc, bcs),
+                                          preservesPartitioning=True)
 
     def _local_step(self, chunks, report) -> None:
         """The same step without Spark, for fast property tests: every partition's state is
@@ -251,6 +290,12 @@ class Engine:
                 new._jrdd.count()  # runs the step; reports arrive through the accumulator
             reports = acc.value
             acc.value = {}
+            if ckpt or b == 0:
+                # broadcasts of batches before a checkpoint are out of every later lineage
+                # (the checkpointed RDD's own stay until the next one)
+                for bc in self._old_broadcasts:
+                    bc.destroy()
+                self._old_broadcasts, self._broadcasts = self._broadcasts, []
             if prev is not None and prev is not last_ckpt:
                 prev.unpersist()
             if ckpt:
@@ -288,6 +333,8 @@ class Engine:
             last_ckpt.unpersist()
         if prev is not None:
             prev.unpersist()
+        for bc in self._old_broadcasts + self._broadcasts:
+            bc.destroy()
         metrics = pd.DataFrame(rows)
         pairs = None
         if self.cfg.want_pairs:

@@ -229,6 +229,8 @@ def step(pid: int, records, report) -> PartitionState:
             chunk = payload
         elif isinstance(payload, Migrated):
             inbox.append(payload)
+        elif payload is not None:
+            raise TypeError(f"unexpected record {type(payload).__name__}")
     if chunk is None:
         raise RuntimeError(f"partition {pid} got no chunk")
     state = state or PartitionState(pid)
@@ -295,9 +297,7 @@ def step(pid: int, records, report) -> PartitionState:
     rows = []
     pairs_r, pairs_s = [], []
     for w in sorted(set(chunk.report) | set(counts)):
-        if w not in state.workers:
-            continue
-        ws = state.workers[w]
+        ws = state.worker(w)  # every active worker reports, also with nothing received
         c, o = acc(w)
         c["outputs"] = o.count
         over = _spill(ws, cfg, chunk.batch, c)

@@ -187,7 +187,7 @@ def test_fgsd_heavy_key_joins_in_one_partition(spark):
 _keys = st.lists(st.one_of(st.none(), st.integers(0, 6)), max_size=25)
 
 
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lk=_keys, rk=_keys, name=st.sampled_from(ALGOS), threshold=st.integers(1, 5),
        top=st.integers(0, 3))

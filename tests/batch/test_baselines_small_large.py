@@ -142,7 +142,7 @@ def test_budget(spark, name):
 _keys = st.lists(st.one_of(st.none(), st.integers(0, 5)), max_size=20)
 
 
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lk=_keys, sk=st.lists(st.one_of(st.none(), st.integers(0, 8)), max_size=8),
        name=st.sampled_from(ALGOS), how=st.sampled_from(["inner", "left", "right", "full"]),

@@ -44,3 +44,17 @@ def test_capture_counts_exact_records(spark):
     summary = cap.result.summary()
     assert summary["spark_jobs"] >= 1 and summary["shuffle_read_bytes"] > 0
     assert summary["task_imbalance"] >= 1.0
+
+
+@pytest.mark.spark
+def test_uncounted_jobs_are_left_out(spark):
+    from joins.api import uncounted
+
+    df = spark.range(1000, numPartitions=2)
+    with TaskMetricsCapture(spark) as cap:
+        with uncounted(spark, "preparation"):
+            df.count()
+        df.selectExpr("id * 2").count()
+    counted = cap.result.tasks
+    assert counted.input_records.sum() == 1000  # only the second job's scan
+    assert spark.sparkContext.getLocalProperty("spark.job.description") is None

@@ -40,7 +40,8 @@ def test_operator_matches_oracle(spark, operator, band):
     r, s = _inputs()
     params = dict(eps=0.5, warmup=40) if operator == "dynamic" else {}
     res = run_stream(spark, r, s, operator=operator, joiners=16, band=band, order="fluct", k=3,
-                     batch_size=160, collect_output=True, progress=False, **params)
+                     batch_size=160, collect_output=True, progress=False, partitions=2,
+                     **params)
     expected = oracle_join(r, s, band=band)
     assert_same_rows(res.output, expected)
     assert res.summary["outputs"] == len(expected)
