@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datagen import tpch
@@ -50,7 +51,7 @@ NATIONS = ("ALGERIA", "ARGENTINA", "BRAZIL", "CANADA", "EGYPT", "ETHIOPIA", "FRA
            "UNITED KINGDOM", "UNITED STATES")
 # Every base table any query reads: one cached TPC-H per (sf, z, seed, columns) serves all.
 BASE_TABLES = ("region", "nation", "supplier", "orders", "lineitem")
-BATCH_ROWS = 1 << 20
+ROW_GROUP_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -168,15 +169,31 @@ def query_sql(p: Params, base: Path) -> tuple[str, str]:
     return q.r_sql.format(**names), q.s_sql.format(**names)
 
 
-def write_query(con, sql: str, table_dir: Path) -> int:
-    """Stream a query's result into ``table_dir/part-00000.parquet`` (project writer options)."""
+def write_query(con, sql: str, table_dir: Path, row_group_rows: int = ROW_GROUP_ROWS) -> int:
+    """Stream a query's result into ``table_dir/part-00000.parquet`` (project writer options).
+
+    Row groups hold exactly ``row_group_rows`` rows (the last one fewer), however DuckDB cuts
+    its batches (which may depend on its thread count), so the bytes depend only on the rows.
+    """
     table_dir.mkdir(parents=True, exist_ok=True)
-    reader = con.execute(sql).to_arrow_reader(BATCH_ROWS)
-    rows = 0
+    reader = con.execute(sql).to_arrow_reader(row_group_rows)
+    rows, buffer, buffered = 0, [], 0
     with pq.ParquetWriter(part_path(table_dir, 0), reader.schema, **PARQUET_OPTIONS) as w:
         for batch in reader:
-            w.write_batch(batch, row_group_size=BATCH_ROWS)
-            rows += batch.num_rows
+            buffer.append(batch)
+            buffered += batch.num_rows
+            if buffered < row_group_rows:
+                continue
+            table = pa.Table.from_batches(buffer, reader.schema)
+            full = buffered - buffered % row_group_rows
+            w.write_table(table.slice(0, full), row_group_size=row_group_rows)
+            rest = table.slice(full)
+            buffer, buffered = rest.to_batches(), rest.num_rows
+            rows += full
+        if buffered or rows == 0:
+            w.write_table(pa.Table.from_batches(buffer, reader.schema),
+                          row_group_size=row_group_rows)
+            rows += buffered
     return rows
 
 

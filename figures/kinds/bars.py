@@ -93,7 +93,10 @@ def _panel(ax, figure: dict, results: pd.DataFrame, names: list[str], y: str, yl
         if logy:
             tw.set_yscale("log")
         tw.set_ylabel(paper_label, fontsize=8, color="0.35")
-    ax.legend(handles=handles, fontsize=7, loc="upper left")
+    if logy and len(vals) and (vals > 0).all():
+        ax.set_ylim(top=float(vals.max()) * 2.5)  # room for the asterisks
+    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              ncol=2, frameon=False)
 
 
 def draw(figure: dict, results: pd.DataFrame):

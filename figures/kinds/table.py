@@ -14,9 +14,12 @@ import pandas as pd
 from figures.style import footer_text
 
 
-def _paper(figure: dict, x, metric: str) -> str:
+def _paper(figure: dict, x_label, metric: str) -> str:
+    """The paper's value of a row (paper_values give x as the numeric position, as results do)."""
+    cats = [str(c) for c in figure["x"].get("categories", [])]
+    pos = float(cats.index(str(x_label))) if str(x_label) in cats else float(x_label)
     for p in figure.get("paper_values", []):
-        if str(p.get("x")) == str(x) and p.get("metric") == metric:
+        if abs(float(p.get("x")) - pos) < 1e-9 and p.get("metric") == metric:
             return f"{p['value']:g}"
     return ""
 

@@ -102,7 +102,8 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
         frames = []
 
         # R_HH ⋈ S_HH: Tree-Join (inner in every variant: an HH key is on both sides)
-        tree_extra = {"iterations": 0.0, "replicated_records": 0.0, "max_group_records": 0.0}
+        tree_extra = {"iterations": 0.0, "replicated_records": 0.0, "max_group_records": 0.0,
+                      "index_entries": 0.0}
         if rn["hh"] and sn["hh"]:
             opts = TreeOptions.of(ctx, "inner", self_join=False)
             hh, tstats = tree_join_pairs(ctx, rs["hh"], ss["hh"], on, opts, basic, kr, ks)

@@ -22,15 +22,16 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     BooleanType,
+    ByteType,
     DataType,
     DateType,
     DecimalType,
-    NumericType,
+    FloatType,
+    IntegerType,
+    ShortType,
     StringType,
     StructField,
     StructType,
-    TimestampNTZType,
-    TimestampType,
 )
 
 if TYPE_CHECKING:
@@ -131,17 +132,20 @@ def split_null_keys(df: DataFrame, on: str) -> tuple[DataFrame, DataFrame]:
 
 
 def _type_bytes(t: DataType) -> int:
+    """Spark's own per-value size estimates (``DataType.defaultSize``)."""
     if isinstance(t, StructType):
         return sum(_type_bytes(f.dataType) for f in t.fields)
     if isinstance(t, StringType | BinaryType):
-        return 20  # Spark's own estimate for variable-length values (DataType.defaultSize)
-    if isinstance(t, BooleanType):
+        return 20
+    if isinstance(t, BooleanType | ByteType):
         return 1
+    if isinstance(t, ShortType):
+        return 2
+    if isinstance(t, IntegerType | FloatType | DateType):
+        return 4
     if isinstance(t, DecimalType):
         return 8 if t.precision <= 18 else 16
-    if isinstance(t, NumericType | DateType | TimestampType | TimestampNTZType):
-        return t.defaultSize() if hasattr(t, "defaultSize") else 8
-    return 8
+    return 8  # long, double, timestamps; nested values counted as one word
 
 
 def row_bytes(ctx: BatchContext, df: DataFrame) -> float:

@@ -46,7 +46,7 @@ class IBStats:
     keys_shipped: int = 0
     # modeled cost of finding unjoinable keys: n x (keys collected + keys shipped back) x m_b,
     # the paper's 2n|S|m_b when every small key is both collected and shipped
-    detection_bytes: float = 0.0
+    unjoinable_detection_bytes: float = 0.0
 
     def add(self, other: IBStats) -> None:
         for k, v in other.__dict__.items():
@@ -90,7 +90,7 @@ def index_broadcast_join(ctx: BatchContext, large: DataFrame, small: DataFrame, 
         stats.keys_joined, stats.keys_unjoinable = anti_stats[0], anti_stats[1]
         stats.keys_shipped = anti_stats[2]
         stats.broadcast_bytes += stats.keys_shipped * m_b
-        stats.detection_bytes = m_b * ctx.executors * (stats.keys_joined + stats.keys_shipped)
+        stats.unjoinable_detection_bytes = m_b * ctx.executors * (stats.keys_joined + stats.keys_shipped)
         frames.append(_pad(anti, spre, small, lpre, large))
         frames.append(_pad(small_null, spre, small, lpre, large))
     order = ["l_" + c for c in (large if large_is_left else small).columns]

@@ -54,15 +54,16 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                **operator_params) -> StreamResult:
     """Stream R and S through an online join operator on Spark.
 
-    ``partitions``: Spark partitions holding the J logical workers (default: the session's
-    default parallelism, at most J; about one per core is the efficient shape).
+    ``partitions``: Spark partitions holding the J logical workers (default: the
+    application's cores, at most J; about one per core is the efficient shape).
     ``migration_rate``: migrated tuples a worker takes per new tuple it receives (Thm 4.4: 2).
     ``transport``: how a micro-batch's tuples reach the partitions: ``"broadcast"`` (one
     Spark stage per micro-batch) or ``"shuffle"`` (parallelize + partitionBy, two stages).
     ``backend="local"`` runs the same worker steps in this process (fast property tests
     only; never for measurements).
     ``memory_budget_tuples``: per worker; exceeding it is recorded (status "overflow") and
-    charged (``spill="charge"``) or also really written to local disk (``spill="disk"``).
+    charged (``spill="charge"``), also really written to local disk (``spill="disk"``), or
+    evicted to disk with a clean-up phase after the stream (``spill="evict"``, D-CAPE).
     """
     from joins.online import source
     from joins.online.engine import Engine
@@ -70,8 +71,8 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
 
     if joiners < 1:
         raise ValueError(f"joiners must be >= 1, got {joiners}")
-    if spill not in ("charge", "disk"):
-        raise ValueError(f"spill must be charge or disk, got {spill!r}")
+    if spill not in ("charge", "disk", "evict"):
+        raise ValueError(f"spill must be charge, disk or evict, got {spill!r}")
     if band is not None and band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
     factory = _factory(operator)
@@ -82,15 +83,14 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                                  order_params=order_params)
     policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
                      band=band, **operator_params)
-    default_par = spark.sparkContext.defaultParallelism if spark is not None else 2
-    parts = partitions or max(1, min(joiners, default_par))
+    parts = partitions or max(1, min(joiners, executor_cores(spark)))
     from experiments.paths import SCRATCH
 
     run_id = uuid.uuid4().hex[:12]
     pairs_dir = None
     if output is not None:
         pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(SCRATCH / "online")))
-    spill_dir = _mk(SCRATCH / "online" / f"spill-{run_id}") if spill == "disk" else None
+    spill_dir = _mk(SCRATCH / "online" / f"spill-{run_id}") if spill != "charge" else None
     cfg = RunConfig(band=band, want_pairs=collect_output,
                     pairs_dir=str(pairs_dir) if pairs_dir else None,
                     budget_tuples=memory_budget_tuples, spill=spill,
@@ -114,6 +114,26 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
         _write_output(spark, rel_r, rel_s, pairs_dir, Path(output))
         shutil.rmtree(pairs_dir, ignore_errors=True)
     return StreamResult(metrics, res.epochs, summary, out_df, res.decisions)
+
+
+def executor_cores(spark) -> int:
+    """Task slots of the application: about one partition per core is the efficient shape
+    (notes/engine-measurements.md), whatever spark.default.parallelism says."""
+    import os
+    import re
+
+    if spark is None:
+        return 2
+    master = spark.sparkContext.master
+    m = re.fullmatch(r"local\[(\d+|\*)(?:,\d+)?\]", master)
+    if m:
+        return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+    m = re.fullmatch(r"local-cluster\[(\d+),\s*(\d+),\s*\d+\]", master)
+    if m:
+        return int(m.group(1)) * int(m.group(2))
+    if master == "local":
+        return 1
+    return spark.sparkContext.defaultParallelism
 
 
 def _mk(p: Path) -> Path:

@@ -25,10 +25,10 @@ import numpy as np
 import pandas as pd
 
 from joins.online import migration
-from joins.online.controller import Decision, Policy
+from joins.online.controller import Decision, Policy, Static
 from joins.online.layouts import Layout
 from joins.online.source import Stream
-from joins.online.worker import Chunk, Deliveries, Migrate, RunConfig, step
+from joins.online.worker import Chunk, Cleanup, Deliveries, Migrate, RunConfig, step
 
 
 def _pid_of(k: int) -> int:
@@ -211,10 +211,16 @@ class Engine:
                                m=new.mapping[1], joiners=new.joiners,
                                migration_tuples=transfer.total, migration_end_batch=-1, **info))
 
-        while pos < n or transfer is not None or boundary is not None:
+        cleanup = self.cfg.spill == "evict"
+        if cleanup and not isinstance(pol, Static):
+            raise ValueError("spill='evict' (clean-up phase) supports static operators only")
+        while pos < n or transfer is not None or boundary is not None or cleanup:
             t0 = time.perf_counter()
             z = min(n, pos + self.bs)
             ops: list = []
+            if pos >= n and transfer is None and boundary is None:
+                ops.append(Cleanup())  # the stream ended: the clean-up phase of evicted state
+                cleanup = False
             finalize = None
             if finalize_next:
                 finalize, transfer, finalize_next = layout, None, False
@@ -248,7 +254,7 @@ class Engine:
             per_part: list[list] = [[] for _ in range(P)]
             received = np.zeros(0, dtype=np.int64)  # new deliveries per worker id
             for op in ops:
-                if isinstance(op, Migrate):
+                if isinstance(op, (Migrate, Cleanup)):
                     for p in range(P):
                         per_part[p].append(op)
                     continue
@@ -274,7 +280,7 @@ class Engine:
                     finalize_next = True
             report_workers = layout.workers
             chunks = [Chunk(b, self.cfg, per_part[p], quotas, finalize,
-                            tuple(int(w) for w in report_workers if w % P == p), P)
+                            tuple(int(w) for w in report_workers if w % P == p), P, z - 1)
                       for p in range(P)]
             if self.backend == "local":
                 self._local_step(chunks, acc)
@@ -305,6 +311,7 @@ class Engine:
             prev, prev_sent = new, bool(quotas)
             wall = time.perf_counter() - t0
             r_seen, s_seen = int(cum_r[z]), int(z - cum_r[z])
+            first_row = len(rows)
             for (_, pid), payload in sorted(reports.items()):
                 for row in payload["rows"]:
                     rows.append(dict(batch=b, epoch=epoch, n=layout.mapping[0],
@@ -316,9 +323,9 @@ class Engine:
                     pairs_s.append(payload["pairs"][1])
             if len(reports) != P:
                 raise RuntimeError(f"batch {b}: {len(reports)} of {P} partitions reported")
-            if transfer is None and boundary is None and z < n:
-                batch_rows = pd.DataFrame([r for r in rows if r["batch"] == b])
-                dec = pol.after_batch(batch_rows, z)
+            uses_stats = type(pol).after_batch is not Policy.after_batch
+            if uses_stats and transfer is None and boundary is None and z < n:
+                dec = pol.after_batch(pd.DataFrame(rows[first_row:]), z)
                 if dec is not None:
                     if dec.layout is not None:
                         boundary = dec

@@ -66,6 +66,11 @@ class Layout(ABC):
     def is_active(self, worker: int) -> bool:
         return bool(np.any(self.workers == worker))
 
+    def may_send(self, is_r: bool, me: int, near: int) -> bool:
+        """Cheap pre-check: can ``source(.., near)`` be ``me`` for some tuple? (False skips
+        the vectorised test; it must never be False when a tuple would be sent.)"""
+        return True
+
     def describe(self) -> dict:
         n, m = self.mapping
         return {"layout": self.kind, "joiners": self.joiners, "n": n, "m": m}
@@ -132,6 +137,13 @@ class GridLayout(Layout):
         if is_r:
             return self.cell[part_of(u, self.n), c0]
         return self.cell[r0, part_of(u, self.m)]
+
+    def may_send(self, is_r, me, near):
+        if near < len(self.rows) and self.rows[near] >= 0:
+            r0, c0 = self.rows[near], self.cols[near]
+        else:
+            r0, c0 = near % self.n, near % self.m
+        return bool(c0 == self.cols[me]) if is_r else bool(r0 == self.rows[me])
 
     # --- transitions -------------------------------------------------------------------
     def _moved(self, n: int, m: int, new_rc) -> GridLayout:

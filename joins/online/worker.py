@@ -33,7 +33,7 @@ class RunConfig:
     want_pairs: bool = False  # collect pairs in the report (tests, small outputs)
     pairs_dir: str | None = None  # write pairs as Parquet files (idempotent names)
     budget_tuples: int | None = None  # per worker
-    spill: str = "charge"  # "charge" (model only) or "disk" (really write overflow to disk)
+    spill: str = "charge"  # "charge" | "disk" | "evict" (see _spill)
     spill_dir: str | None = None
 
 
@@ -89,6 +89,13 @@ class Chunk:
     finalize: Layout | None = None  # the layout in force once the migration finished
     report: tuple[int, ...] = ()  # workers to report on (the active ones of this partition)
     partitions: int = 1
+    last_seq: int = -1  # sequence number of the batch's last tuple
+
+
+@dataclass
+class Cleanup:
+    """The clean-up phase after the stream (D-CAPE 2.4): produce the results that evicted
+    state missed."""
 
 
 @dataclass
@@ -101,6 +108,7 @@ class WorkerState:
     start: int = -1  # epoch start of the running migration (-1: none)
     disk_resident: int = 0
     spill_files: list[str] = field(default_factory=list)
+    last_seq: int = -1  # the last sequence number processed (eviction point)
 
     def stored(self) -> tuple[int, int]:
         return len(self.r), len(self.s)
@@ -160,6 +168,8 @@ def _begin_migration(ws: WorkerState, mig: Migrate) -> None:
             if dest == me:
                 continue
             near = new.origin(dest)
+            if not old.may_send(is_r, me, near):
+                continue
             need = new.holds(is_r, store.key, store.u, dest)
             if old.is_active(dest):
                 need &= ~old.holds(is_r, store.key, store.u, dest)
@@ -185,10 +195,15 @@ def _spill(ws: WorkerState, cfg: RunConfig, batch: int, counts: dict) -> bool:
     the cost model charges them. ``disk``: the same counts, and the overflowing tuples are
     really written to the executor's local disk (an append-only file per batch) as Squall's
     joiners spilled to BerkeleyDB; the in-memory index keeps its copy, so the result is
-    unchanged and only the I/O is real.
+    unchanged and only the I/O is real. ``evict``: D-CAPE's disk adaptation - the oldest
+    tuples beyond the budget leave memory for a file (they no longer join new tuples) and
+    :func:`_cleanup` produces the missed results after the stream; a pair is missed exactly
+    when its later tuple arrived after its earlier tuple was evicted.
     """
     if cfg.budget_tuples is None:
         return False
+    if cfg.spill == "evict":
+        return _evict(ws, cfg, batch, counts)
     held = len(ws.r) + len(ws.s) + ws.pending
     over = max(0, held - cfg.budget_tuples)
     new = max(0, over - ws.disk_resident)
@@ -202,6 +217,70 @@ def _spill(ws: WorkerState, cfg: RunConfig, batch: int, counts: dict) -> bool:
         ws.spill_files.append(path)
     ws.disk_resident = over
     return over > 0
+
+
+def _evict(ws: WorkerState, cfg: RunConfig, batch: int, counts: dict) -> bool:
+    held = len(ws.r) + len(ws.s) + ws.pending
+    over = held - cfg.budget_tuples
+    if over <= 0:
+        return ws.disk_resident > 0
+    seqs = np.concatenate([ws.r.seq, ws.s.seq])
+    cut = np.sort(seqs)[over - 1]  # the oldest `over` tuples (ties: seq is unique)
+    parts = {}
+    for name, store in (("r", ws.r), ("s", ws.s)):
+        old = store.seq <= cut
+        gone = store.select(old)
+        parts[name] = gone
+        if name == "r":
+            ws.r = store.select(~old)
+        else:
+            ws.s = store.select(~old)
+    path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{batch:06d}.npz")
+    np.savez(path, **{f"{n}_{a}": getattr(parts[n], a) for n in ("r", "s")
+                      for a in ("key", "tid", "seq", "u")},
+             evicted_after=np.array([ws.last_seq]))
+    ws.spill_files.append(path)
+    ws.disk_resident += over
+    counts["spilled"] += over
+    return True
+
+
+def _cleanup(ws: WorkerState, cfg: RunConfig, out: ProbeResult) -> None:
+    """Join everything the worker ever held (memory + evicted files) and emit exactly the
+    pairs the run missed: later tuple's seq > the eviction point of the earlier tuple."""
+    if not ws.spill_files:
+        return
+    big = np.iinfo(np.int64).max
+    sides = {"r": [(ws.r, big)], "s": [(ws.s, big)]}
+    for path in ws.spill_files:
+        with np.load(path) as z:
+            ev = int(z["evicted_after"][0])
+            for n in ("r", "s"):
+                sides[n].append((SideStore(z[f"{n}_key"], z[f"{n}_tid"], z[f"{n}_seq"],
+                                           z[f"{n}_u"]), ev))
+    merged = {}
+    for n, lst in sides.items():
+        st = SideStore(np.concatenate([x.key for x, _ in lst]),
+                       np.concatenate([x.tid for x, _ in lst]),
+                       np.concatenate([x.seq for x, _ in lst]),
+                       np.concatenate([x.u for x, _ in lst]))
+        ev = np.concatenate([np.full(len(x), e, np.int64) for x, e in lst])
+        order = np.argsort(np.concatenate([x.key for x, _ in lst]), kind="stable")
+        merged[n] = (st, ev[order])
+    (rs, rev), (ss, sev) = merged["r"], merged["s"]
+    lo, hi = ss.ranges(rs.key, cfg.band)
+    from joins.online.kernel import expand
+
+    pi, si = expand(lo, hi)
+    r_first = rs.seq[pi] < ss.seq[si]
+    later = np.where(r_first, ss.seq[si], rs.seq[pi])
+    evict_first = np.where(r_first, rev[pi], sev[si])
+    missed = later > evict_first
+    pairs = cfg.want_pairs or cfg.pairs_dir is not None
+    if pairs:
+        out.add(int(missed.sum()), rs.tid[pi[missed]], ss.tid[si[missed]])
+    else:
+        out.add(int(missed.sum()))
 
 
 @dataclass
@@ -262,7 +341,16 @@ def step(pid: int, records, report) -> PartitionState:
                 if len(ws.r) or len(ws.s):
                     raise RuntimeError(f"worker {wid} left the layout holding tuples")
                 del state.workers[wid]
+    for ws in state.workers.values():
+        ws.last_seq = chunk.last_seq
     for op in chunk.ops:
+        if isinstance(op, Cleanup):
+            for ws in list(state.workers.values()):
+                c, o = acc(ws.wid)
+                t0 = time.perf_counter()
+                _cleanup(ws, cfg, o)
+                c["seconds"] += time.perf_counter() - t0
+            continue
         if isinstance(op, Migrate):
             for w in op.new.workers:
                 if int(w) % chunk.partitions == pid:

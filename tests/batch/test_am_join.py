@@ -117,3 +117,17 @@ def test_random_inputs_match_oracle(spark, left, right, how, name, rule):
     rf = pd.DataFrame(right, columns=["key", "b"]).astype({"key": "Int64", "b": "int64"})
     out, _ = run(spark, name, lf, rf, how, params={"hot_threshold": 3, "broadcast_rule": rule})
     assert_same_rows(out, oracle_join(lf, rf, "key", how))
+
+
+def test_string_keys_and_mixed_columns(spark):
+    left = pd.DataFrame({"key": ["a"] * 7 + ["b"] * 4 + ["c", None], "x": [0.5 * i for i in range(13)],
+                         "flag": [i % 2 == 0 for i in range(13)]})
+    right = pd.DataFrame({"key": ["a"] * 5 + ["b", "d", None], "y": [f"v{i}" for i in range(8)]})
+    ctx = BatchContext(spark, executors=2, partitions=4, params={"hot_threshold": 3})
+    result = get("am_join").load()(ctx, to_spark(spark, left), to_spark(spark, right),
+                                   JoinSpec("key", "full"))
+    with sql_conf(spark, result.sql_conf):
+        out = result.output.toPandas()
+    amjoin_common.release_all()
+    assert_same_rows(out, oracle_join(left, right, "key", "full"))
+    assert result.extra["hot_keys_both"] == 1 and result.extra["hot_keys_left"] == 2

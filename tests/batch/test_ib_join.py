@@ -40,7 +40,7 @@ def test_matches_oracle(spark, how):
     if how in ("right", "full"):
         # keys 1, 2 joinable, 8, 9 not; a tie ships the unjoinable set (2 keys)
         assert (extra["keys_joined"], extra["keys_unjoinable"], extra["keys_shipped"]) == (2, 2, 2)
-        assert extra["detection_bytes"] == 8 * 3 * (2 + 2)  # m_b x n x (collected + shipped)
+        assert extra["unjoinable_detection_bytes"] == 8 * 3 * (2 + 2)  # m_b x n x (collected + shipped)
 
 
 def test_ships_the_smaller_key_set(spark):

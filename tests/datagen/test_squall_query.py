@@ -132,3 +132,20 @@ def test_bad_input_is_a_generator_error(tmp_path, params, needle):
     with pytest.raises(GeneratorError, match=needle):
         squall_query.generate(params, tmp_path / "x", None, False)
     assert not any(tmp_path.iterdir())
+
+
+def test_bytes_do_not_depend_on_duckdb_threads(inputs, tmp_path):
+    """Row groups are cut by row count, not by DuckDB's (thread-dependent) batches."""
+    folder, _ = inputs["bnci_8_8"]
+    sql = f"SELECT key FROM read_parquet('{folder / 'S'}.parquet/*.parquet')"
+    written = []
+    for threads in (1, 3):
+        con = duckdb.connect()
+        con.execute(f"SET threads = {threads}")
+        out = tmp_path / f"t{threads}"
+        assert squall_query.write_query(con, sql, out, row_group_rows=4000) == 15010
+        written.append((out / "part-00000.parquet").read_bytes())
+    assert written[0] == written[1]
+    meta = duckdb.sql(f"SELECT row_group_num_rows FROM parquet_metadata('{out}/*.parquet')"
+                      ).fetchall()
+    assert sorted({n for (n,) in meta}) == [3010, 4000]

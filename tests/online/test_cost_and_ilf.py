@@ -1,0 +1,54 @@
+"""The cost model fit recovers known constants; the engine's ILF stays within 1.25 ILF*."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from joins.online import run_stream
+from joins.online.cost import CostModel, fit
+
+
+def test_fit_recovers_known_constants():
+    rng = np.random.default_rng(0)
+    n = 400
+    m = pd.DataFrame({c: rng.integers(0, 50_000, n) for c in
+                      ("received", "probes", "outputs", "migrated", "sent", "spilled",
+                       "disk_probes")})
+    m["batch"] = np.arange(n) // 8
+    true = CostModel(per_worker=0.01, per_received=2e-6, per_probe=1e-6, per_output=3e-7,
+                     per_migrated=4e-6, per_spilled=0.0, per_disk_probe=5e-6)
+    m["seconds"] = true.worker_cost(m) + rng.normal(0, 1e-4, n)
+    got = fit(m)
+    assert got["r2"] > 0.99
+    assert got["per_received"] == pytest.approx(2e-6, rel=0.1)
+    assert got["per_output"] == pytest.approx(3e-7, rel=0.1)
+    assert got["per_migrated"] == pytest.approx(4e-6, rel=0.1)
+    assert all(v >= 0 for k, v in got.items() if k.startswith("per_"))
+
+
+def test_modeled_time_is_fixed_plus_slowest_worker_per_batch():
+    rng = np.random.default_rng(1)
+    r = pd.DataFrame({"key": rng.integers(0, 30, 400)})
+    s = pd.DataFrame({"key": rng.integers(0, 30, 400)})
+    cost = CostModel(fixed_per_batch=0.5, per_worker=0.0, per_received=1.0, per_probe=0.0,
+                     per_output=0.0, per_migrated=0.0)
+    res = run_stream(None, r, s, operator="shj", joiners=4, batch_size=200, cost=cost,
+                     progress=False, backend="local")
+    per_batch = res.metrics.groupby("batch")["received"].max()
+    assert res.summary["modeled_time"] == pytest.approx(0.5 * 4 + per_batch.sum())
+    assert (res.metrics["modeled_cost"] == res.metrics["received"]).all()
+
+
+@pytest.mark.parametrize("k", [2, 4, 8])
+def test_fluct_ilf_within_1_25_of_optimal_after_warmup(k):
+    """Catalogue T20 (Fig 5k) at small scale: exact controller, micro-batches small against
+    the warm-up, ILF of the epoch mapping <= 1.25 ILF* at every tuple after warm-up."""
+    rng = np.random.default_rng(k)
+    r = pd.DataFrame({"key": rng.integers(0, 1000, 1500)})
+    s = pd.DataFrame({"key": rng.integers(0, 1000, 7500)})
+    res = run_stream(None, r, s, operator="dynamic", joiners=16, batch_size=60, order="fluct",
+                     k=k, warmup=120, progress=False, backend="local")
+    assert res.summary["migrations"] >= 1
+    assert res.summary["ilf_ratio_max"] <= 1.25 + 1e-9
