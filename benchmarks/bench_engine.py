@@ -24,6 +24,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=50_000)
     ap.add_argument("--domain", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=2)
     a = ap.parse_args()
 
     from experiments.paths import SCRATCH
@@ -45,7 +46,7 @@ def main() -> int:
     rs.cache().count()
     ss.cache().count()
     walls = []
-    for _ in range(2):
+    for _ in range(max(2, a.repeat)):
         t = time.perf_counter()
         got = rs.join(ss, "key").count()
         walls.append(time.perf_counter() - t)
@@ -55,13 +56,16 @@ def main() -> int:
     ss.unpersist()
 
     for op in ("static_mid", "dynamic"):
-        t = time.perf_counter()
-        res = run_stream(spark, r, s, operator=op, joiners=16, batch_size=a.batch,
-                         progress=False, seed=a.seed)
-        wall = time.perf_counter() - t
+        walls_op = []
+        for _ in range(a.repeat):  # the machine is shared: keep the best of a few runs
+            t = time.perf_counter()
+            res = run_stream(spark, r, s, operator=op, joiners=16, batch_size=a.batch,
+                             progress=False, seed=a.seed)
+            walls_op.append(time.perf_counter() - t)
+        wall = min(walls_op)
         assert res.summary["outputs"] == expected, (op, res.summary["outputs"], expected)
         per_batch = res.metrics.groupby("batch")["batch_wall_seconds"].first()
-        out[op] = dict(wall_s=wall, engine_wall_s=res.summary["local_wall_time"],
+        out[op] = dict(wall_s=wall, walls_s=walls_op, engine_wall_s=res.summary["local_wall_time"],
                        ratio_to_batch=wall / out["batch_join_s"],
                        tuples_per_s_per_core=a.tuples / wall / 2,
                        batches=res.summary["batches"], median_batch_s=float(per_batch.median()),

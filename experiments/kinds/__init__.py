@@ -13,6 +13,7 @@ from typing import Any
 
 KINDS: dict[str, str] = {
     "batch_join": "experiments.kinds.batch_join:run_point",
+    "first_iteration": "experiments.kinds.first_iteration:run_point",
     "online_join": "experiments.kinds.online_join:run_point",
     "squall_theory": "experiments.kinds.squall_theory:run_point",
 }

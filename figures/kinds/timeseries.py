@@ -3,7 +3,7 @@
 Plot spec: ``y`` (a series metric), ``ylabel``, ``logy``, ``xlabel``; ``panels: x`` draws one
 panel per x value of the sweep (e.g. per fluctuation factor k), ``single`` (default) puts every
 (series, x) line in one panel; ``series`` limits the lines; ``right: {y, ylabel, logy, series,
-hline}`` adds a right-hand axis (e.g. ILF/ILF* next to |R|/|S|); ``shade: {metric, series}``
+hline, ylim}`` adds a right-hand axis (e.g. ILF/ILF* next to |R|/|S|); ``shade: {metric, series}``
 shades intervals stored as rows with t = start and value = end (migrations); ``hline`` draws a
 bound on the left axis; rows ``warmup_end_t`` mark the end of the warm-up. Failed runs are listed in the panel title.
 """
@@ -76,6 +76,8 @@ def _panel(ax, figure, data, plot, colors, many_x):
         tw.set_ylabel(right.get("ylabel", right["y"]))
         if right.get("logy"):
             tw.set_yscale("log")
+        if right.get("ylim"):
+            tw.set_ylim(*right["ylim"])
         h2, l2 = tw.get_legend_handles_labels()
         handles, labels = handles + h2, labels + [f"{lab} (right)" for lab in l2]
     ax.legend(handles, labels, fontsize=7, loc="best")
@@ -92,10 +94,14 @@ def draw(figure: dict, results: pd.DataFrame):
         groups = [(x, data[data.x == x]) for x in xs]
     else:
         groups = [(None, data)]
-    fig, axes = plt.subplots(1, len(groups), squeeze=False, figsize=(5.6 * len(groups), 4.2))
+    ncols = min(len(groups), int(plot.get("ncols", 2)))
+    nrows = -(-len(groups) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, figsize=(6.4 * ncols, 4.4 * nrows))
+    for ax in axes.ravel()[len(groups):]:
+        ax.set_axis_off()
     xname = figure["x"].get("name", "x")
     labels = results.groupby("x")["x_label"].first()
-    for ax, (x, part) in zip(axes[0], groups, strict=True):
+    for ax, (x, part) in zip(axes.ravel(), groups, strict=False):
         _panel(ax, figure, part, plot, colors, many_x=x is None and part["x"].nunique() > 1)
         title = f"{xname} = {labels.get(x, x)}" if x is not None else ""
         failed = [f"{s}: {st}" for (s, xx), st in bad.items() if x is None or xx == x]

@@ -2,7 +2,7 @@
 
     python -m joins stream operator=dynamic r=R.parquet s=S.parquet on=key joiners=16 \\
         order=random|fluct k=4 [band=W] [controller=exact|sampled] out=OUT.parquet \\
-        [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk] \\
+        [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk|evict] \\
         [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)]
 
 Bad input (missing file or column, unknown operator or order, J < 1, ...) is reported with a
@@ -95,8 +95,8 @@ def validate(args: dict) -> dict:
     if controller not in ("exact", "sampled"):
         raise UsageError(f"controller must be exact or sampled, got {controller!r}")
     spill = args.get("spill", "charge")
-    if spill not in ("charge", "disk"):
-        raise UsageError(f"spill must be charge or disk, got {spill!r}")
+    if spill not in ("charge", "disk", "evict"):
+        raise UsageError(f"spill must be charge, disk or evict, got {spill!r}")
     spark = args.get("spark", "local")
     if spark not in _SPARK:
         raise UsageError(f"spark must be one of {', '.join(_SPARK)}, got {spark!r}")

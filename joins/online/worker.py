@@ -341,8 +341,6 @@ def step(pid: int, records, report) -> PartitionState:
                 if len(ws.r) or len(ws.s):
                     raise RuntimeError(f"worker {wid} left the layout holding tuples")
                 del state.workers[wid]
-    for ws in state.workers.values():
-        ws.last_seq = chunk.last_seq
     for op in chunk.ops:
         if isinstance(op, Cleanup):
             for ws in list(state.workers.values()):
@@ -388,6 +386,7 @@ def step(pid: int, records, report) -> PartitionState:
         ws = state.worker(w)  # every active worker reports, also with nothing received
         c, o = acc(w)
         c["outputs"] = o.count
+        ws.last_seq = chunk.last_seq
         over = _spill(ws, cfg, chunk.batch, c)
         r_st, s_st = ws.stored()
         rows.append(dict(worker=w, r_stored=r_st, s_stored=s_st, pending=ws.pending,

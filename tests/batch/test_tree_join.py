@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from joins.api import BatchContext, BudgetExceeded, JoinSpec
 from joins.batch import amjoin_common
 from joins.batch.sql_conf import sql_conf
+from datagen.amjoin_toy import FIG3_PARAMS, FIG3_R, FIG3_S
 from joins.batch.tree_join import TreeOptions, TreeStats, initial_index_parts, partition_loads
 from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
@@ -70,11 +71,7 @@ def test_empty_inputs(spark, name):
 # pairs and a second chunking round ((2,3) sub-list pairs stay hot); 3 x 3 for key 2 give one
 # round. isHotKey compares sqrt(ℓ1 ℓ2) with τ; τ = 2.2 makes exactly the lists above hot
 # ((2,2) cold, (2,3) hot), matching the figure's rule on this data.
-FIG_R = pd.DataFrame({"key": [1] * 4 + [2] * 3 + [3] * 2 + [4] + [5] * 2,
-                      "a": [f"r{i}" for i in range(12)]})
-FIG_S = pd.DataFrame({"key": [1] * 5 + [2] * 3 + [3] * 2 + [4] * 2 + [6] * 2,
-                      "c": [f"s{i}" for i in range(14)]})
-FIG_PARAMS = {"hot_threshold": 2.2}
+FIG_R, FIG_S, FIG_PARAMS = FIG3_R, FIG3_S, FIG3_PARAMS
 
 
 def test_fig2_tree_join_basic_iterations(spark):

@@ -15,7 +15,7 @@ def test_fit_recovers_known_constants():
     n = 400
     m = pd.DataFrame({c: rng.integers(0, 50_000, n) for c in
                       ("received", "probes", "outputs", "migrated", "sent", "spilled",
-                       "disk_probes")})
+                       "disk_probes", "r_stored", "s_stored")})
     m["batch"] = np.arange(n) // 8
     true = CostModel(per_worker=0.01, per_received=2e-6, per_probe=1e-6, per_output=3e-7,
                      per_migrated=4e-6, per_spilled=0.0, per_disk_probe=5e-6)
