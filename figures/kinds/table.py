@@ -35,7 +35,8 @@ def draw(figure: dict, results: pd.DataFrame):
         sub = scalar[(scalar.x_label == str(spec["x"])) & (scalar.metric == spec["metric"])]
         val = f"{sub['value'].mean():.6g}" if len(sub) else "—"
         unit = sub["unit"].iloc[0] if len(sub) else ""
-        cells.append([str(spec["x"]), spec.get("label", spec["metric"]), val, str(unit or ""),
+        cells.append([str(spec["x"]), spec.get("label", spec["metric"]), val,
+                      "" if pd.isna(unit) else str(unit),
                       _paper(figure, spec["x"], spec["metric"])])
     panel = plot.get("series_panel")
     ncols = 2 if panel else 1
