@@ -120,5 +120,5 @@ def draw(figure: dict, results: pd.DataFrame):
     fig.suptitle(f"{figure['id']}: {figure['title']}", fontsize=11)
     kinds = sorted({y_kind_of(s.get("ylabel", s["y"])) for s in rows})
     fig.text(0.01, -0.02, footer_text(results, "; ".join(kinds)), fontsize=6.5, color="0.35")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))  # keep the title clear of the top panel
     return fig

@@ -57,7 +57,7 @@ def draw(figure: dict, results: pd.DataFrame):
             ax2.plot(d["t"], d["value"], marker="o", label=metric)
         if panel.get("hline") is not None:
             ax2.axhline(panel["hline"], color="r", ls=":", label=f"bound {panel['hline']}")
-        if panel.get("logx"):
+        if panel.get("logx") and (lines["t"] > 0).any():
             ax2.set_xscale("log", base=2)
         ax2.set_xlabel(panel.get("xlabel", "t"))
         ax2.set_ylabel(panel.get("ylabel", "value"))
