@@ -26,31 +26,13 @@ Choices the paper leaves open:
 
 from __future__ import annotations
 
-from typing import Any
-
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec, prefixed
+from joins.batch.hot_keys import HotKeyParams, key_counts, top_hot_keys
 from joins.batch.sql_conf import sql_conf
-
-DEFAULT_HOT_THRESHOLD = 100
-DEFAULT_MAX_HOT_KEYS = 1000
-
-
-def key_counts(df: DataFrame, on: str) -> DataFrame:
-    """Records per non-null key (null keys never match, so they are never hot)."""
-    return df.where(F.col(on).isNotNull()).groupBy(on).agg(F.count(F.lit(1)).alias("n"))
-
-
-def top_hot_keys(counts: DataFrame, on: str, threshold: int, limit: int) -> dict[Any, int]:
-    """The at most ``limit`` most frequent keys with >= ``threshold`` records: key -> count."""
-    if limit <= 0:
-        return {}
-    rows = (counts.where(F.col("n") >= threshold)
-            .orderBy(F.col("n").desc(), F.col(on).asc()).limit(limit).collect())
-    return {row[on]: int(row["n"]) for row in rows}
 
 
 def assign_high_side(hot_l: dict, hot_r: dict) -> tuple[set, set]:
@@ -79,8 +61,9 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
     if spec.how != "inner":
         raise ValueError("full_skew_join has no outer variant (the paper's FSJ is inner only)")
     on = spec.on
-    threshold = int(ctx.params.get("hot_threshold", DEFAULT_HOT_THRESHOLD))
-    limit = int(ctx.params.get("max_hot_keys", DEFAULT_MAX_HOT_KEYS))
+    # PRPD counts exactly; any τ >= 1 is valid here (no chunking that must terminate)
+    hot = HotKeyParams(threshold=float(ctx.params.get("hot_threshold", 100)),
+                       max_keys=int(ctx.params.get("max_hot_keys", 1000)))
     conf = {
         "spark.sql.adaptive.enabled": "false",
         "spark.sql.autoBroadcastJoinThreshold": "-1",
@@ -92,8 +75,8 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
         counts_l = key_counts(left, on).persist(StorageLevel.MEMORY_AND_DISK)
         counts_r = key_counts(right, on).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            hot_l = top_hot_keys(counts_l, on, threshold, limit)
-            hot_r = top_hot_keys(counts_r, on, threshold, limit)
+            hot_l = top_hot_keys(counts_l, on, hot)
+            hot_r = top_hot_keys(counts_r, on, hot)
             high_l, high_r = assign_high_side(hot_l, hot_r)
             dup_r_rows = _rows_with_keys(counts_r, on, high_l)  # S_dup: broadcast
             dup_l_rows = _rows_with_keys(counts_l, on, high_r)  # R_dup: broadcast

@@ -106,22 +106,27 @@ def max_iterations_bound(l_max: float, threshold: float) -> float:
 # ---------------------------------------------------------------------------------- collection
 
 
+def key_counts(df: DataFrame, on: str) -> DataFrame:
+    """Records per non-null key, column ``n`` (null keys never match, so they are never hot)."""
+    return df.where(F.col(on).isNotNull()).groupBy(on).agg(F.count(F.lit(1)).alias("n"))
+
+
+def top_hot_keys(counts: DataFrame, on: str, params: HotKeyParams) -> dict[Hashable, int]:
+    """The top-|κ|max keys of a :func:`key_counts` frame with at least τ records."""
+    if params.max_keys <= 0:
+        return {}
+    rows = (counts.where(F.col("n") >= params.threshold)
+            .orderBy(F.col("n").desc(), F.col(on).asc()).limit(params.max_keys).collect())
+    return {r[0]: int(r[1]) for r in rows}
+
+
 def get_hot_keys(df: DataFrame, on: str, params: HotKeyParams) -> dict[Hashable, int]:
     """κ: the top-|κ|max keys of ``df`` with at least τ records -> their (estimated) frequency."""
     if params.max_keys <= 0:
         return {}
     if params.method == "space_saving":
         return _space_saving_hot_keys(df, on, params)
-    rows = (
-        df.filter(F.col(on).isNotNull())
-        .groupBy(on)
-        .count()
-        .filter(F.col("count") >= params.threshold)
-        .orderBy(F.col("count").desc(), F.col(on).asc())
-        .limit(params.max_keys)
-        .collect()
-    )
-    return {r[0]: int(r[1]) for r in rows}
+    return top_hot_keys(key_counts(df, on), on, params)
 
 
 def space_saving(keys: Iterable[Hashable], capacity: int) -> dict[Hashable, int]:
