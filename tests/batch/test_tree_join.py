@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from datagen.amjoin_toy import FIG3_PARAMS, FIG3_R, FIG3_S
 from joins.api import BatchContext, BudgetExceeded, JoinSpec
 from joins.batch import amjoin_common
 from joins.batch.sql_conf import sql_conf
-from datagen.amjoin_toy import FIG3_PARAMS, FIG3_R, FIG3_S
 from joins.batch.tree_join import TreeOptions, TreeStats, initial_index_parts, partition_loads
 from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
