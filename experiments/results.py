@@ -20,7 +20,8 @@ import pandas as pd
 from experiments.paths import ROOT
 
 # Statuses that are results (drawn as the paper draws them); "error" points are retried.
-FINAL_STATUSES = ("ok", "oom", "timeout", "overflow")
+# "n/a": the series cannot run this point (e.g. a hash join on a band predicate).
+FINAL_STATUSES = ("ok", "oom", "timeout", "overflow", "n/a")
 
 COLUMNS = [
     "figure", "series", "x", "x_label", "metric", "value", "unit", "status", "t",

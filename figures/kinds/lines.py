@@ -14,7 +14,8 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
            colors: dict, paper: list[dict]) -> None:
     labels = {k: v.get("label", k) for k, v in figure["series"].items()}
     status = results.groupby(["series", "x"])["status"].first()
-    values = results[(results.metric == y) & (results.status == "ok")]
+    # overflow points have a value (their time includes the spill): drawn, and starred
+    values = results[(results.metric == y) & results.status.isin(["ok", "overflow"])]
     top = values["value"].max() if not values.empty else 1.0
     used_fail: set[str] = set()
     for name in figure["series"]:
@@ -22,6 +23,11 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
         if not ser.empty:
             ax.plot(ser.index, ser.to_numpy(), marker="o", ms=3.5, color=colors[name],
                     label=labels[name])
+            over = values[(values.series == name) & (values.status == "overflow")]
+            if not over.empty:
+                o = over.groupby("x")["value"].mean()
+                ax.scatter(o.index, o.to_numpy(), marker="*", s=90, color=colors[name], zorder=6)
+                used_fail.add("overflow")
         elif name in set(results.series):
             ax.plot([], [], marker="o", ms=3.5, color=colors[name], label=labels[name])
         if name in status.index.get_level_values(0):
@@ -36,7 +42,7 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
         ax.scatter([p["x"]], [p["value"]], facecolors="none", edgecolors=colors.get(p["series"], "k"),
                    marker="s", s=40, label=f"paper: {labels.get(p['series'], p['series'])}")
     for s in sorted(used_fail):
-        ax.scatter([], [], marker=FAIL_MARKERS[s], color="gray", label=f"failed: {FAIL_LABELS[s]}")
+        ax.scatter([], [], marker=FAIL_MARKERS[s], color="gray", label=("* " if s == "overflow" else "failed: ") + FAIL_LABELS[s])
     ax.set_xlabel(figure["x"].get("label", "x"))
     ax.set_ylabel(ylabel)
     if logy and not values.empty and (values["value"] > 0).all():
