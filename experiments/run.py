@@ -99,7 +99,17 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
         outcome = load_kind(figure["kind"])(ctx)
     except Exception as exc:  # the point is a result (status=error); the sweep goes on
         traceback.print_exc(limit=6)
-        outcome = PointOutcome(status="error", error=f"{type(exc).__name__}: {exc}"[:2000])
+        outcome = PointOutcome(status="error", error=_error_text(exc))
+        # A failure may leave Spark unusable (e.g. the JVM ran out of heap): the next point
+        # starts a fresh session instead of failing on a dead one.
+        from experiments.spark_session import stop_spark
+
+        try:
+            stop_spark()
+        except Exception:  # a dead JVM may not even stop cleanly
+            import experiments.spark_session as session
+
+            session._session, session._session_key = None, None
     wall = time.perf_counter() - t0
     base = _provenance(cfg, figure, point, chash, outcome, start, wall, calibration.id,
                        git_commit())
@@ -183,6 +193,14 @@ def main(argv: list[str] | None = None) -> None:
     os.environ[_TOTAL_ENV] = str(total)
     sys.argv = [sys.argv[0], *argv, *added]
     _task()
+
+
+def _error_text(exc: BaseException) -> str:
+    """The exception and, for Spark errors, the JVM's root cause (e.g. OutOfMemoryError)."""
+    text = f"{type(exc).__name__}: {exc}"
+    causes = [line.strip() for line in text.splitlines() if line.strip().startswith("Caused by")]
+    head = text.splitlines()[0] if text else type(exc).__name__
+    return (head + (f" [{causes[-1]}]" if causes else ""))[:2000]
 
 
 def _first_line(exc: BaseException) -> str:

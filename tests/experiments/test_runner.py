@@ -111,3 +111,29 @@ def test_read_results_ignores_in_progress_files(tmp_path):
     folder.mkdir(parents=True)
     (folder / ".hash_join__0.5.parquet.123.tmp").write_bytes(b"partial")
     assert read_results(tmp_path, "amjoin/fig5").empty
+
+
+def test_failed_point_resets_the_spark_session(scripted, monkeypatch):
+    import experiments.spark_session as session
+
+    class Dead:
+        """A session whose JVM died: stopping it fails too."""
+
+        @property
+        def sparkContext(self):
+            raise RuntimeError("JVM is gone")
+
+    run, _ = scripted
+    monkeypatch.setattr(session, "_session", Dead())
+    monkeypatch.setattr(session, "_session_key", ("local[2]",))
+    assert run("spark3_join", 0.0) == "error"
+    assert session._session is None and session._session_key is None
+
+
+def test_error_text_keeps_the_jvm_cause():
+    from experiments.run import _error_text
+
+    exc = RuntimeError("An error occurred while calling o1.count.\n: org.apache.spark.SparkException"
+                       "\n\tat x\nCaused by: java.lang.OutOfMemoryError: Java heap space\n\tat y")
+    text = _error_text(exc)
+    assert text.startswith("RuntimeError: An error occurred") and "OutOfMemoryError" in text
