@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FAILED = ("oom", "timeout", "error")  # no value to draw; overflow points keep theirs
-FAIL_MARKERS = {"oom": "x", "timeout": "X", "overflow": "*", "error": "!"}
+FAIL_MARKERS = {"oom": "x", "timeout": "X", "overflow": "*", "error": "$!$"}
 FAIL_LABELS = {"oom": "out of memory (scaled budget)", "timeout": "deadline passed",
                "overflow": "overflow to disk", "error": "error"}
 
