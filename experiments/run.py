@@ -100,16 +100,11 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     except Exception as exc:  # the point is a result (status=error); the sweep goes on
         traceback.print_exc(limit=6)
         outcome = PointOutcome(status="error", error=_error_text(exc))
-        # A failure may leave Spark unusable (e.g. the JVM ran out of heap): the next point
-        # starts a fresh session instead of failing on a dead one.
-        from experiments.spark_session import stop_spark
+        # A failure may leave Spark unusable (e.g. the JVM ran out of heap and stopped the
+        # context): the next point then starts a fresh session instead of failing on it.
+        from experiments.spark_session import reset_if_broken
 
-        try:
-            stop_spark()
-        except Exception:  # a dead JVM may not even stop cleanly
-            import experiments.spark_session as session
-
-            session._session, session._session_key = None, None
+        reset_if_broken()
     wall = time.perf_counter() - t0
     base = _provenance(cfg, figure, point, chash, outcome, start, wall, calibration.id,
                        git_commit())

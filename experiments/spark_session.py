@@ -10,6 +10,7 @@ metrics.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
@@ -111,6 +112,22 @@ def stop_spark() -> None:
     finally:
         _session = None
         _session_key = None
+
+
+def reset_if_broken() -> bool:
+    """Forget the session if its context is stopped or unreachable; True if it was reset."""
+    global _session, _session_key
+    if _session is None:
+        return False
+    try:
+        if not _session.sparkContext._jsc.sc().isStopped():
+            return False
+    except Exception:  # the JVM or the gateway is gone
+        pass
+    with contextlib.suppress(Exception):  # a dead JVM may not even stop cleanly
+        stop_spark()
+    _session, _session_key = None, None
+    return True
 
 
 def event_log_path(spark) -> Path:

@@ -130,6 +130,16 @@ def test_failed_point_resets_the_spark_session(scripted, monkeypatch):
     assert session._session is None and session._session_key is None
 
 
+@pytest.mark.spark
+def test_failed_point_keeps_a_healthy_session(scripted, spark):
+    import experiments.spark_session as session
+
+    run, _ = scripted
+    assert session._session is spark
+    assert run("spark3_join", 0.0) == "error"
+    assert session._session is spark and spark.range(3).count() == 3
+
+
 def test_error_text_keeps_the_jvm_cause():
     from experiments.run import _error_text
 
