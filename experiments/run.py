@@ -187,7 +187,27 @@ def main(argv: list[str] | None = None) -> None:
         argv = ["--multirun", *argv]
     os.environ[_TOTAL_ENV] = str(total)
     sys.argv = [sys.argv[0], *argv, *added]
-    _task()
+    code = 0
+    try:
+        _task()
+    except SystemExit as exc:  # Hydra reports a failed job this way
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> None:
+    """Stop Spark, flush, and exit without interpreter teardown: native thread pools (seen:
+    "terminate called without an active exception", SIGABRT) must not turn a finished sweep
+    into a crash."""
+    import logging
+
+    from experiments.spark_session import stop_spark
+
+    stop_spark()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _error_text(exc: BaseException) -> str:
