@@ -24,7 +24,7 @@ from omegaconf import DictConfig
 from experiments import schema  # noqa: F401  (registers the structured configs)
 from experiments.cost_model import load_calibration
 from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
-from experiments.kinds import PointContext, PointOutcome, load_kind
+from experiments.kinds import PointContext, PointOutcome, WallClockTimeout, load_kind
 from experiments.paths import CONF, ROOT
 from experiments.results import Point, ensure_writable, finished, results_dir, write_point
 
@@ -97,6 +97,8 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     print(f"{tag}: running", flush=True)
     try:
         outcome = load_kind(figure["kind"])(ctx)
+    except WallClockTimeout as exc:  # a result: the point did not finish in time
+        outcome = PointOutcome(status="timeout", error=str(exc))
     except Exception as exc:  # the point is a result (status=error); the sweep goes on
         traceback.print_exc(limit=6)
         outcome = PointOutcome(status="error", error=_error_text(exc))

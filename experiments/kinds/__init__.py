@@ -7,7 +7,10 @@ kind; a new kind is one module plus one entry here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,3 +51,33 @@ def load_kind(name: str) -> Callable[[PointContext], PointOutcome]:
         raise KeyError(f"unknown experiment kind {name!r}; valid: {', '.join(sorted(KINDS))}")
     module, _, attr = KINDS[name].partition(":")
     return getattr(importlib.import_module(module), attr)
+
+
+class WallClockTimeout(RuntimeError):
+    """The point ran past the scale's local wall-clock guard (recorded as status=timeout)."""
+
+
+@contextmanager
+def wall_clock_guard(spark, limit_s: float, label: str) -> Iterator[None]:
+    """Cancel the Spark jobs started inside after ``limit_s`` of local wall time, so one point
+    cannot hold up a sweep; the failure then surfaces as :class:`WallClockTimeout`."""
+    sc = spark.sparkContext
+    group = f"point-{uuid.uuid4().hex[:8]}"
+    sc.setJobGroup(group, label, interruptOnCancel=True)
+    timed_out = threading.Event()
+
+    def _cancel() -> None:
+        timed_out.set()
+        sc.cancelJobGroup(group)
+
+    timer = threading.Timer(limit_s, _cancel)
+    timer.start()
+    try:
+        yield
+    except Exception as exc:
+        if timed_out.is_set():
+            raise WallClockTimeout(f"local wall-clock guard of {limit_s:.0f}s reached") from exc
+        raise
+    finally:
+        timer.cancel()
+        sc.setLocalProperty("spark.jobGroup.id", None)

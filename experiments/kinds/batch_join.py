@@ -4,7 +4,6 @@ capture its tasks, model its time on E executors and check its output count agai
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -14,7 +13,7 @@ import duckdb
 
 from experiments.cost_model import modeled_makespan
 from experiments.figure_spec import resolve_scaled, scaled_rule
-from experiments.kinds import PointContext, PointOutcome
+from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.spark_metrics import TaskMetricsCapture
 from experiments.spark_session import get_spark
 from joins.api import BatchContext, BudgetExceeded, JoinSpec
@@ -119,20 +118,10 @@ def run_point(pc: PointContext) -> PointOutcome:
     if deadline is not None:
         m["deadline_modeled_s"] = (deadline, "s")
 
-    sc = spark.sparkContext
-    group = f"point-{uuid.uuid4().hex[:8]}"
-    sc.setJobGroup(group, f"{pc.figure['id']} {pc.series} x={pc.x}", interruptOnCancel=True)
-    timed_out = threading.Event()
-
-    def _cancel() -> None:
-        timed_out.set()
-        sc.cancelJobGroup(group)
-
-    timer = threading.Timer(pc.wall_limit_s, _cancel)
     start = time.perf_counter()
-    timer.start()
     try:
-        with TaskMetricsCapture(spark) as cap:
+        with (wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"),
+              TaskMetricsCapture(spark) as cap):
             result = algo.load()(ctx, left, right, spec)
             with sql_conf(spark, result.sql_conf):
                 rows = result.output.count()
@@ -140,14 +129,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         out.status, out.error = "oom", str(exc)
         m["memory_needed_bytes"] = (exc.needed_bytes, "bytes")
         return out
-    except Exception:
-        if timed_out.is_set():
-            out.status, out.error = "timeout", "local wall-clock guard reached"
-            return out
-        raise
     finally:
-        timer.cancel()
-        sc.setLocalProperty("spark.jobGroup.id", None)
         release_cached(spark)
     # preparation the paper does not count (e.g. DER's ids), already out of the modeled time
     wall = time.perf_counter() - start - float(result.extra.get("uncounted_seconds", 0.0))

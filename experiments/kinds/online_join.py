@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.figure_spec import scaled_rule
-from experiments.kinds import PointContext, PointOutcome
+from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
 
 TIME_SERIES_UNITS = {
@@ -273,18 +272,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     k = float(k) if k is not None else None
     cost = cost_model(pc.calibration, run)
 
-    sc = spark.sparkContext
-    group = f"point-{uuid.uuid4().hex[:8]}"
-    sc.setJobGroup(group, f"{pc.figure['id']} {pc.series} x={pc.x}", interruptOnCancel=True)
-    timed_out = threading.Event()
-
-    def _cancel() -> None:
-        timed_out.set()
-        sc.cancelJobGroup(group)
-
-    timer = threading.Timer(pc.wall_limit_s, _cancel)
-    timer.start()
-    try:
+    with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
         res = run_stream(spark, str(folder / "R.parquet"), str(folder / "S.parquet"),
                          operator=algorithm, joiners=joiners, on="key", band=band, order=order,
                          k=k, seed=int(params["seed"]),
@@ -293,14 +281,6 @@ def run_point(pc: PointContext) -> PointOutcome:
                          spill=run.get("spill", "charge"), cost=cost, progress=pc.progress,
                          partitions=run.get("partitions"),
                          migration_rate=float(run.get("migration_rate", 2.0)), **op_params)
-    except Exception:
-        if timed_out.is_set():
-            out.status, out.error = "timeout", "local wall-clock guard reached"
-            return out
-        raise
-    finally:
-        timer.cancel()
-        sc.setLocalProperty("spark.jobGroup.id", None)
 
     sm = res.summary
     mt = out.metrics
