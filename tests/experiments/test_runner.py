@@ -148,13 +148,3 @@ def test_error_text_keeps_the_jvm_cause():
     text = _error_text(exc)
     assert text.startswith("RuntimeError: An error occurred") and "OutOfMemoryError" in text
 
-
-@pytest.mark.spark
-def test_wall_clock_guard_cancels_a_slow_point(spark):
-    from experiments.kinds import WallClockTimeout, wall_clock_guard
-
-    with pytest.raises(WallClockTimeout), wall_clock_guard(spark, 1.0, "slow"):
-        spark.range(10**11, numPartitions=2).selectExpr("sum(id * id)").collect()
-    assert spark.range(3).count() == 3  # the session survives the cancellation
-    with wall_clock_guard(spark, 30.0, "fast"):
-        assert spark.range(5).count() == 5
