@@ -30,6 +30,15 @@ def _condition(on: str, band: float | None) -> str:
     return f"abs(l.{on} - r.{on}) <= {band}"
 
 
+def _join(left, right, on: str, how: str, band: float | None):
+    """A DuckDB connection with both inputs and the ``FROM ... JOIN ... ON ...`` clause."""
+    if how not in _SQL_HOW:
+        raise ValueError(f"unknown join type {how!r}; valid: {', '.join(_SQL_HOW)}")
+    con = duckdb.connect()
+    lsql, rsql = _relation_sql(con, "lhs", left), _relation_sql(con, "rhs", right)
+    return con, lsql, rsql, f"FROM {lsql} l {_SQL_HOW[how]} JOIN {rsql} r ON {_condition(on, band)}"
+
+
 def oracle_join(
     left: pd.DataFrame | str | Path,
     right: pd.DataFrame | str | Path,
@@ -38,15 +47,11 @@ def oracle_join(
     band: float | None = None,
 ) -> pd.DataFrame:
     """The exact join as a pandas frame with ``l_*`` and ``r_*`` columns."""
-    if how not in _SQL_HOW:
-        raise ValueError(f"unknown join type {how!r}; valid: {', '.join(_SQL_HOW)}")
-    con = duckdb.connect()
-    lsql, rsql = _relation_sql(con, "lhs", left), _relation_sql(con, "rhs", right)
-    lcols = [c for c in con.sql(f"SELECT * FROM {lsql} LIMIT 0").columns]
-    rcols = [c for c in con.sql(f"SELECT * FROM {rsql} LIMIT 0").columns]
+    con, lsql, rsql, join = _join(left, right, on, how, band)
+    lcols = con.sql(f"SELECT * FROM {lsql} LIMIT 0").columns
+    rcols = con.sql(f"SELECT * FROM {rsql} LIMIT 0").columns
     select = ", ".join([f'l."{c}" AS "l_{c}"' for c in lcols] + [f'r."{c}" AS "r_{c}"' for c in rcols])
-    sql = f"SELECT {select} FROM {lsql} l {_SQL_HOW[how]} JOIN {rsql} r ON {_condition(on, band)}"
-    return con.sql(sql).df()
+    return con.sql(f"SELECT {select} {join}").df()
 
 
 def oracle_count(
@@ -57,10 +62,8 @@ def oracle_count(
     band: float | None = None,
 ) -> int:
     """Exact output cardinality, without materialising the rows (for large points)."""
-    con = duckdb.connect()
-    lsql, rsql = _relation_sql(con, "lhs", left), _relation_sql(con, "rhs", right)
-    sql = f"SELECT count(*) FROM {lsql} l {_SQL_HOW[how]} JOIN {rsql} r ON {_condition(on, band)}"
-    return int(con.sql(sql).fetchone()[0])
+    con, _, _, join = _join(left, right, on, how, band)
+    return int(con.sql(f"SELECT count(*) {join}").fetchone()[0])
 
 
 def _row_multiset(df: pd.DataFrame, columns: list[str]) -> Counter:

@@ -94,16 +94,7 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
     ctx.require_memory("broadcast small relation", small_rows * m_s)
     large_n, shuffled = sl.layout_large(large, n)
     out = sl.first_join(large_n, small, spec, r)
-    extra = {
-        "executors": float(n),
-        "small_rows": float(small_rows),
-        "broadcast_bytes": small_rows * m_s,
-        "large_layout_shuffled": float(shuffled),
-        "detection_record_items": 0.0,
-        "unjoinable_small_rows": 0.0,
-        "unjoinable_detection_bytes": 0.0,
-        "unjoinable_detection_bytes_formula": 0.0,
-    }
+    extra = {**sl.base_metrics(n, small_rows, m_s, shuffled), "detection_record_items": 0.0}
     if r.preserve_small:
         start = time.perf_counter()
         with sql_conf(ctx.spark, sl.sql_options(ctx)):

@@ -102,14 +102,8 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
     extra = {
         "id_assign_seconds": id_seconds,
         "uncounted_seconds": id_seconds,  # left out of local wall time by the runner
-        "executors": float(n),
-        "small_rows": float(small_rows),
-        "broadcast_bytes": small_rows * m_s,
-        "large_layout_shuffled": float(shuffled),
+        **sl.base_metrics(n, small_rows, m_s, shuffled),
         "detection_id_items": 0.0,
-        "unjoinable_small_rows": 0.0,
-        "unjoinable_detection_bytes": 0.0,
-        "unjoinable_detection_bytes_formula": 0.0,
     }
     if r.preserve_small:
         start = time.perf_counter()

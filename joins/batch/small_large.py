@@ -169,3 +169,16 @@ def sql_options(ctx: BatchContext) -> dict:
         "spark.sql.optimizer.excludedRules":
             "org.apache.spark.sql.catalyst.optimizer.PropagateEmptyRelation",
     }
+
+
+def base_metrics(n: int, small_rows: int, m_s: float, shuffled: bool) -> dict[str, float]:
+    """The exact counts DER and DDR both report, with the detection counts still zero."""
+    return {
+        "executors": float(n),
+        "small_rows": float(small_rows),
+        "broadcast_bytes": small_rows * m_s,
+        "large_layout_shuffled": float(shuffled),
+        "unjoinable_small_rows": 0.0,
+        "unjoinable_detection_bytes": 0.0,
+        "unjoinable_detection_bytes_formula": 0.0,
+    }
