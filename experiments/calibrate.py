@@ -5,7 +5,8 @@ task's exact counts and its executor run time from the event log, and fit the no
 linear model of :class:`experiments.cost_model.BatchCosts` (scipy's NNLS). Online: the
 engine's own calibration (:func:`joins.online.cost.calibrate`) when it is available. The result
 goes to ``calibration/local.json`` (``default.json`` is the committed reference, measured the
-same way) and its id is recorded with every result.
+same way) and its id is recorded with every result. ``parts=batch`` re-measures the batch
+constants only and keeps the online ones the current calibration has.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
-from experiments.cost_model import CALIBRATION_DIR, BatchCosts, calibration_id
+from experiments.cost_model import CALIBRATION_DIR, BatchCosts, calibration_id, load_calibration
 from experiments.spark_metrics import TaskMetricsCapture
 from experiments.spark_session import get_spark
+from joins.api import consume_output
 
 
 def _workloads(spark):
@@ -31,13 +33,14 @@ def _workloads(spark):
     from pyspark.sql import functions as F
 
     for rows, keys, parts in [(200_000, 50_000, 8), (1_000_000, 200_000, 16),
-                              (400_000, 40, 8), (2_000_000, 1_000_000, 24)]:
+                              (400_000, 400, 8), (2_000_000, 1_000_000, 24)]:
         left = spark.range(rows, numPartitions=4).select(
             (F.col("id") % keys).alias("k"), F.sha2(F.col("id").cast("string"), 256).alias("p"))
         right = spark.range(rows // 4, numPartitions=4).select((F.col("id") % keys).alias("k"))
         spark.conf.set("spark.sql.shuffle.partitions", parts)
-        yield lambda lft=left, rgt=right: lft.hint("shuffle_hash").join(rgt, "k").count()
-        yield lambda lft=left: lft.groupBy("k").agg(F.count("*")).count()
+        # outputs consumed as the batch kind consumes them (every column of every row)
+        yield lambda lft=left, rgt=right: consume_output(lft.hint("shuffle_hash").join(rgt, "k"))
+        yield lambda lft=left: consume_output(lft.groupBy("k").agg(F.count("*")))
 
 
 def measure_batch(spark, repeats: int = 2) -> tuple[BatchCosts, dict]:
@@ -80,8 +83,12 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     batch, fit = measure_batch(spark)
     print(f"batch cost model: {batch} (fit over {fit['tasks']} tasks, R²={fit['r2']:.3f})")
-    online = measure_online(spark)
-    print(f"online cost model: {online or 'engine calibration not available'}")
+    if opts.get("parts", "all") == "batch":  # keep the online constants results were made with
+        online = load_calibration().online
+        print("online cost model: kept from the current calibration")
+    else:
+        online = measure_online(spark)
+        print(f"online cost model: {online or 'engine calibration not available'}")
     batch_d = asdict(batch)
     data = {
         "id": calibration_id(batch_d, online),

@@ -102,3 +102,23 @@ def uncounted(spark: SparkSession, what: str):
 def prefixed(df: DataFrame, prefix: str) -> DataFrame:
     """Rename every column to ``prefix + name`` (the output convention above)."""
     return df.toDF(*[prefix + c for c in df.columns])
+
+
+def consume_output(output: DataFrame) -> tuple[int, int]:
+    """Materialize every column of every output row; return (rows, order-free checksum).
+
+    ``count()`` alone lets Spark prune the payload columns, so a plain shuffle join would move
+    only keys while an algorithm that carries whole records (Tree-Join's record lists) cannot:
+    the paper's joins produce their full output rows. Hashing every column of every row forces
+    the same work on every algorithm, and the sum of the row hashes (exact, as a decimal) is
+    the same for any two correct algorithms on the same inputs.
+    """
+    from pyspark.sql import functions as F
+
+    if not output.columns:
+        return int(output.count()), 0
+    row = output.agg(
+        F.count(F.lit(1)),
+        F.sum(F.xxhash64(*output.columns).cast("decimal(38,0)")),
+    ).collect()[0]
+    return int(row[0]), int(row[1] or 0)

@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
 
 from experiments.cost_model import modeled_makespan
 from experiments.figure_spec import resolve_scaled, scaled_rule
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.spark_metrics import TaskMetricsCapture
 from experiments.spark_session import get_spark
-from joins.api import BatchContext, BudgetExceeded, JoinSpec
+from joins.api import BatchContext, BudgetExceeded, JoinSpec, consume_output
 from joins.batch.sql_conf import sql_conf
 from joins.oracle import oracle_count
 from joins.registry import get as get_algorithm
@@ -74,6 +76,19 @@ def inputs(pc: PointContext) -> tuple[str, dict[str, Any]]:
     return wl["generator"], {**wl["params"], "seed": wl["params"].get("seed", pc.seed)}
 
 
+def distributed(df: DataFrame, partitions: int) -> DataFrame:
+    """The input spread over the modeled cluster before the clock starts, as on the paper's DFS.
+
+    A local Parquet folder is read in as few splits as this machine has cores, so a scan task
+    would hold half the relation and its cost would bound the modeled time on E executors.
+    The input is cached in ``partitions`` round-robin partitions (deterministic order) by a
+    job that runs before metrics capture; every algorithm then reads the same partitions.
+    """
+    df = df.repartition(partitions).persist(StorageLevel.MEMORY_AND_DISK)
+    df.count()
+    return df
+
+
 def release_cached(spark) -> None:
     """Free what an algorithm persisted for its lazy output, so points do not pile up state."""
     spark.catalog.clearCache()
@@ -94,11 +109,11 @@ def run_point(pc: PointContext) -> PointOutcome:
     left_t, right_t = wl.get("tables", ["R", "S"])
     spec = JoinSpec(on=wl.get("key_column", "key"), how=wl.get("how", "inner"),
                     self_join=bool(wl.get("self_join", False)))
-    left = spark.read.parquet(str(folder / f"{left_t}.parquet"))
-    right = left if spec.self_join else spark.read.parquet(str(folder / f"{right_t}.parquet"))
-
     executors = int(run["executors"])
     partitions = int(run.get("partitions") or executors * int(run.get("partitions_per_executor", 3)))
+    left = distributed(spark.read.parquet(str(folder / f"{left_t}.parquet")), partitions)
+    right = left if spec.self_join else distributed(
+        spark.read.parquet(str(folder / f"{right_t}.parquet")), partitions)
     rules = pc.figure.get("rules", {})
     sizes = pc.figure["workload"]["sizes"]
     budget = scaled_rule(rules, "memory_budget_bytes", pc.scale, sizes)
@@ -124,7 +139,7 @@ def run_point(pc: PointContext) -> PointOutcome:
               TaskMetricsCapture(spark) as cap):
             result = algo.load()(ctx, left, right, spec)
             with sql_conf(spark, result.sql_conf):
-                rows = result.output.count()
+                rows, checksum = consume_output(result.output)
     except BudgetExceeded as exc:
         out.status, out.error = "oom", str(exc)
         m["memory_needed_bytes"] = (exc.needed_bytes, "bytes")
@@ -139,6 +154,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     m["modeled_time"] = (modeled, "modeled s")
     m["local_wall_time"] = (wall, "local wall s")
     m["output_rows"] = (rows, "rows")
+    m["output_checksum"] = (float(checksum % 2**52), "checksum")  # low bits: exact as a float
     for name, value in cap.result.summary().items():
         m[name] = (value, "bytes" if name.endswith("bytes") else "count")
     for name, value in result.extra.items():

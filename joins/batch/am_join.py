@@ -20,6 +20,9 @@ Broadcast or shuffle (§"When not to Perform Broadcast-Joins?"): R_HC ⋈ S_CH i
 A same-attribute self-join has identical hot keys on both sides, so HC and CH are empty and
 AM-Join is Tree-Join (paper); ``spec.self_join`` runs the self-join Tree-Join.
 
+With no hot key in either relation every record is CC, so the split is skipped and AM-Join is
+the CC Shuffle-Join alone (the HH/HC/CH sizes are then not reported).
+
 The split relations are persisted (``ctx.params["persist_split"]``, default true): the paper's
 split writes each record once to one of four sub-relations, whereas re-filtering an unpersisted
 DataFrame would rescan the input once per sub-relation.
@@ -94,6 +97,11 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
         extra.update(hot_keys_left=len(kr), hot_keys_right=len(ks),
                      hot_keys_both=len(set(kr) & set(ks)))
         extra["broadcast_bytes"] = len(set(kr) | set(ks)) * (C.key_bytes(left, on) + 8) * 2
+        if not kr and not ks:
+            # no hot key anywhere: every record is CC and splitRelation would be the identity
+            extra["broadcast_bytes"] = 0.0
+            output = _shuffle_join(left, right, on, how)
+            return JoinResult(output, extra=extra, sql_conf=conf)
         rs, rn = split_relation(ctx, left, on, kr, ks)
         ss, sn = split_relation(ctx, right, on, ks, kr)
         for name in PARTS:

@@ -131,3 +131,24 @@ def test_string_keys_and_mixed_columns(spark):
     amjoin_common.release_all()
     assert_same_rows(out, oracle_join(left, right, "key", "full"))
     assert result.extra["hot_keys_both"] == 1 and result.extra["hot_keys_left"] == 2
+
+
+@pytest.mark.parametrize("how", ["inner", "full"])
+def test_no_hot_key_skips_the_split(spark, how):
+    """τ above every key's frequency: AM-Join is the CC Shuffle-Join alone, still exact."""
+    out, extra = run(spark, "am_join", FIG_R, FIG_S, how, params={"hot_threshold": 50})
+    assert_same_rows(out, oracle_join(FIG_R, FIG_S, "key", how))
+    assert extra["hot_keys_left"] == extra["hot_keys_right"] == 0
+    assert "rows_hh_left" not in extra and extra["broadcast_bytes"] == 0
+
+
+def test_consume_output_checksum_is_order_free_and_sees_payload(spark):
+    from joins.api import consume_output
+
+    a = to_spark(spark, FIG_R.astype({"key": "Int64"}))
+    rows, checksum = consume_output(a)
+    shuffled_rows, shuffled = consume_output(a.repartition(3).orderBy("a", ascending=False))
+    changed = consume_output(to_spark(spark, FIG_R.assign(a=FIG_R.a.str.upper()).astype(
+        {"key": "Int64"})))[1]
+    assert rows == shuffled_rows == len(FIG_R)
+    assert checksum == shuffled and checksum != changed
