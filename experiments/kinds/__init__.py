@@ -58,20 +58,30 @@ class WallClockTimeout(RuntimeError):
 
 
 @contextmanager
-def wall_clock_guard(spark, limit_s: float, label: str) -> Iterator[None]:
+def wall_clock_guard(spark, limit_s: float, label: str,
+                     recancel_s: float = 0.25) -> Iterator[None]:
     """Cancel the Spark jobs started inside after ``limit_s`` of local wall time, so one point
-    cannot hold up a sweep; the failure then surfaces as :class:`WallClockTimeout`."""
+    cannot hold up a sweep; the failure then surfaces as :class:`WallClockTimeout`.
+
+    Spark cancels only the group's *active* jobs, and the limit may pass while the driver works
+    between two jobs, so once it has passed the group is cancelled again every ``recancel_s``
+    until the block ends: a job started late is cancelled too.
+    """
     sc = spark.sparkContext
     group = f"point-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group, label, interruptOnCancel=True)
-    timed_out = threading.Event()
+    timed_out, done = threading.Event(), threading.Event()
 
-    def _cancel() -> None:
+    def _cancel_until_done() -> None:
+        if done.wait(limit_s):
+            return
         timed_out.set()
-        sc.cancelJobGroup(group)
+        while not done.is_set():
+            sc.cancelJobGroup(group)
+            done.wait(recancel_s)
 
-    timer = threading.Timer(limit_s, _cancel)
-    timer.start()
+    watcher = threading.Thread(target=_cancel_until_done, name=f"guard-{group}", daemon=True)
+    watcher.start()
     try:
         yield
     except Exception as exc:
@@ -79,5 +89,7 @@ def wall_clock_guard(spark, limit_s: float, label: str) -> Iterator[None]:
             raise WallClockTimeout(f"local wall-clock guard of {limit_s:.0f}s reached") from exc
         raise
     finally:
-        timer.cancel()
-        sc.setLocalProperty("spark.jobGroup.id", None)
+        done.set()
+        watcher.join()
+        for prop in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+            sc.setLocalProperty(prop, None)

@@ -148,3 +148,21 @@ def test_error_text_keeps_the_jvm_cause():
     text = _error_text(exc)
     assert text.startswith("RuntimeError: An error occurred") and "OutOfMemoryError" in text
 
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("driver_work_s", [0.0, 1.5])
+def test_wall_clock_guard_cancels_a_job_running_or_started_late(spark, driver_work_s):
+    """The limit may pass during a job or between two jobs; either way the point times out."""
+    import time
+
+    from experiments.kinds import WallClockTimeout, wall_clock_guard
+
+    start = time.monotonic()
+    with pytest.raises(WallClockTimeout), wall_clock_guard(spark, 1.0, "slow"):
+        time.sleep(driver_work_s)  # e.g. an algorithm's driver loop between two Spark jobs
+        spark.range(10**12, numPartitions=2).selectExpr("sum(id % 7)").collect()
+    assert time.monotonic() - start < 60
+    assert spark.range(3).count() == 3  # the session survives the cancellation
+    with wall_clock_guard(spark, 30.0, "fast"):
+        assert spark.range(5).count() == 5
