@@ -5,7 +5,8 @@ task's exact counts and its executor run time from the event log, and fit the no
 linear model of :class:`experiments.cost_model.BatchCosts` (scipy's NNLS). Online: the
 engine's own calibration (:func:`joins.online.cost.calibrate`) when it is available. The result
 goes to ``calibration/local.json`` (``default.json`` is the committed reference, measured the
-same way) and its id is recorded with every result. ``parts=batch`` re-measures the batch
+same way) and its id is recorded with every result; an older calibration that published results
+still cite is kept as ``calibration/<id>.json``. ``parts=batch`` re-measures the batch
 constants only and keeps the online ones the current calibration has.
 """
 
