@@ -45,10 +45,10 @@ def main() -> int:
     from joins.online import run_stream
     from joins.oracle import oracle_count
 
-    spark = get_spark("local[2]")
-    cores = 2  # local[2]: the session's task slots (default.parallelism is set higher)
+    cores = 2  # task slots of the local session below (its default.parallelism is set higher)
+    spark = get_spark(f"local[{cores}]")
     out: dict = dict(query="eq5", sf=a.sf, batch_size=a.batch, joiners=16, cores=cores,
-                     note="local wall time on one 2-core machine, not cluster time", runs={})
+                     note=f"local wall time on {cores} cores of one machine, not cluster time", runs={})
     for z in a.z:
         folder = materialize("squall_query", {"query": "eq5", "sf": a.sf, "z": z,
                                               "seed": a.seed}, spark=spark, progress=False)
@@ -79,9 +79,9 @@ def main() -> int:
             print(f"z={z} {op}", json.dumps(run[op]))
         out["runs"][str(z)] = run
 
-    head_r, head_s = r.iloc[: 50_000], s.iloc[: 50_000]
+    # fixed cost per micro-batch: the last z's inputs in 5000-tuple micro-batches
     for j in (16, 64):
-        res = run_stream(spark, head_r, head_s, operator="static_mid", joiners=j,
+        res = run_stream(spark, r.iloc[: 50_000], s.iloc[: 50_000], operator="static_mid", joiners=j,
                          batch_size=5_000, progress=False)
         per_batch = res.metrics.groupby("batch")["batch_wall_seconds"].first()
         out[f"overhead_J{j}"] = dict(batches=len(per_batch),

@@ -56,9 +56,13 @@ def x_numeric(figure: dict, value: Any) -> float:
 
 
 def config_hash(figure: dict, scale: str, seed: int) -> str:
-    """What makes a point's result stale: the figure config, the scale and the seed."""
+    """What makes a point's result stale: the figure config, the scale and the seed.
+
+    Prose and presentation (description, choices, targets, plot, overlays) are left out, so
+    rewording why a setting was chosen does not throw away the results made with it.
+    """
     keep = {k: v for k, v in figure.items() if k not in ("targets", "plot", "paper_values",
-                                                           "description", "headline")}
+                                                           "description", "headline", "choices")}
     blob = json.dumps({"figure": keep, "scale": scale, "seed": seed}, sort_keys=True,
                       default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]

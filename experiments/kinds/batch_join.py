@@ -3,6 +3,7 @@ capture its tasks, model its time on E executors and check its output count agai
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -48,6 +49,17 @@ def point_settings(pc: PointContext) -> dict[str, Any]:
     return settings
 
 
+def _cached_value(cache: Path, field: str, compute) -> Any:
+    """A value kept as JSON next to the generated inputs, computed once (atomic write)."""
+    if cache.exists():
+        return json.loads(cache.read_text())[field]
+    value = compute()
+    tmp = cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps({field: value}))
+    tmp.replace(cache)
+    return value
+
+
 def _oracle_rows(folder: Path, left: str, right: str, on: str, how: str,
                  self_join: str | None = None) -> int:
     """DuckDB's exact output count, cached next to the generated inputs.
@@ -55,19 +67,29 @@ def _oracle_rows(folder: Path, left: str, right: str, on: str, how: str,
     ``self_join`` ("diagonal" or "no_diagonal") counts a same-attribute self-join's unordered
     pairs: per key n(n+1)/2 with the r-r pairs (catalogue T18, the default) or n(n-1)/2.
     """
-    cache = folder / f"oracle-{left}-{right}-{on}-{how}-{self_join}.json"
-    if cache.exists():
-        return int(json.loads(cache.read_text())["rows"])
-    rows = oracle_count(folder / f"{left}.parquet", folder / f"{right}.parquet", on, how)
-    if self_join is not None:  # rows is then the ordered-pair count, sum of n^2 per key
-        keyed_rows = int(duckdb.sql(
-            f"SELECT count({on}) FROM read_parquet('{folder / left}.parquet/*.parquet')"
-        ).fetchone()[0])
-        rows = (rows + (keyed_rows if self_join == "diagonal" else -keyed_rows)) // 2
-    tmp = cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
-    tmp.write_text(json.dumps({"rows": rows}))
-    tmp.replace(cache)
-    return rows
+    def count() -> int:
+        rows = oracle_count(folder / f"{left}.parquet", folder / f"{right}.parquet", on, how)
+        if self_join is not None:  # rows is then the ordered-pair count, sum of n^2 per key
+            keyed_rows = int(duckdb.sql(
+                f"SELECT count({on}) FROM read_parquet('{folder / left}.parquet/*.parquet')"
+            ).fetchone()[0])
+            rows = (rows + (keyed_rows if self_join == "diagonal" else -keyed_rows)) // 2
+        return rows
+
+    return int(_cached_value(folder / f"oracle-{left}-{right}-{on}-{how}-{self_join}.json",
+                             "rows", count))
+
+
+def _agreed_checksum(folder: Path, left: str, right: str, on: str, how: str,
+                     columns: list[str], checksum: int) -> int:
+    """The output checksum the first correct run on these inputs recorded (this one's if first).
+
+    Every algorithm writes its rows in the same ``l_*``/``r_*`` layout, so any two correct
+    runs on the same inputs and join type hash to the same sum; the layout is part of the key.
+    """
+    layout = hashlib.sha256(",".join(columns).encode()).hexdigest()[:8]
+    return int(_cached_value(folder / f"checksum-{left}-{right}-{on}-{how}-{layout}.json",
+                             "checksum", lambda: str(checksum)))
 
 
 def inputs(pc: PointContext) -> tuple[str, dict[str, Any]]:
@@ -109,6 +131,9 @@ def run_point(pc: PointContext) -> PointOutcome:
     left_t, right_t = wl.get("tables", ["R", "S"])
     spec = JoinSpec(on=wl.get("key_column", "key"), how=wl.get("how", "inner"),
                     self_join=bool(wl.get("self_join", False)))
+    algo = get_algorithm(s["algorithm"], kind="batch")
+    if spec.how not in algo.join_types:
+        raise ValueError(f"{algo.name} cannot do {spec.how} joins (it does {algo.join_types})")
     executors = int(run["executors"])
     partitions = int(run.get("partitions") or executors * int(run.get("partitions_per_executor", 3)))
     left = distributed(spark.read.parquet(str(folder / f"{left_t}.parquet")), partitions)
@@ -122,9 +147,6 @@ def run_point(pc: PointContext) -> PointOutcome:
     ctx = BatchContext(spark, executors=executors, partitions=partitions, seed=pc.seed,
                        memory_budget_bytes=budget, record_bytes=record_bytes,
                        params=run.get("algorithm_params", {}))
-    algo = get_algorithm(s["algorithm"], kind="batch")
-    if spec.how not in algo.join_types:
-        raise ValueError(f"{algo.name} cannot do {spec.how} joins (it does {algo.join_types})")
     m = out.metrics
     m["executors"] = (executors, "executors")
     m["partitions"] = (partitions, "partitions")
@@ -166,6 +188,16 @@ def run_point(pc: PointContext) -> PointOutcome:
     if rows != expected:
         out.status = "error"
         out.error = f"output has {rows} rows, DuckDB oracle has {expected}"
-    elif deadline is not None and modeled > deadline:
+        return out
+    if not spec.self_join:  # self-join algorithms may orient a pair either way
+        agreed = _agreed_checksum(folder, left_t, right_t, spec.on, spec.how,
+                                  result.output.columns, checksum)
+        if checksum != agreed:
+            out.status = "error"
+            out.error = (f"output checksum {checksum} differs from {agreed}, which another "
+                         f"run on the same inputs produced")
+            return out
+    if deadline is not None and modeled > deadline:
+
         out.status, out.error = "timeout", f"modeled time {modeled:.1f}s > deadline {deadline:.1f}s"
     return out

@@ -96,12 +96,11 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
         kr, ks = get_hot_keys(left, on, hp), get_hot_keys(right, on, hp)
         extra.update(hot_keys_left=len(kr), hot_keys_right=len(ks),
                      hot_keys_both=len(set(kr) & set(ks)))
-        extra["broadcast_bytes"] = len(set(kr) | set(ks)) * (C.key_bytes(left, on) + 8) * 2
         if not kr and not ks:
             # no hot key anywhere: every record is CC and splitRelation would be the identity
             extra["broadcast_bytes"] = 0.0
-            output = _shuffle_join(left, right, on, how)
-            return JoinResult(output, extra=extra, sql_conf=conf)
+            return JoinResult(_shuffle_join(left, right, on, how), extra=extra, sql_conf=conf)
+        extra["broadcast_bytes"] = len(set(kr) | set(ks)) * (C.key_bytes(left, on) + 8) * 2
         rs, rn = split_relation(ctx, left, on, kr, ks)
         ss, sn = split_relation(ctx, right, on, ks, kr)
         for name in PARTS:

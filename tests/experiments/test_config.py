@@ -71,3 +71,13 @@ def test_bad_input_exits_2_with_valid_choices(override, expected, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and expected in err
+
+
+def test_config_hash_ignores_prose_but_not_settings():
+    from experiments.figure_spec import config_hash
+
+    fig = {"id": "p/f", "run": {"executors": 4}, "choices": {"why": "a"}, "description": "d"}
+    base = config_hash(fig, "small", 0)
+    assert config_hash({**fig, "choices": {"why": "b"}, "description": "e"}, "small", 0) == base
+    assert config_hash({**fig, "run": {"executors": 8}}, "small", 0) != base
+    assert config_hash(fig, "tiny", 0) != base and config_hash(fig, "small", 1) != base

@@ -40,6 +40,9 @@ def test_sweep_writes_every_point(tiny_fig5):
     oracle = ok[ok.metric == "oracle_rows"].set_index(["series", "x"]).value
     assert (rows == oracle).all() and (rows > 0).all()
     assert (ok[ok.metric == "modeled_time"].value > 0).all()
+    sums = ok[ok.metric == "output_checksum"].pivot(index="x", columns="series", values="value")
+    assert list(sums.columns) == ["hash_join", "spark3_join"]
+    assert (sums.hash_join == sums.spark3_join).all()  # same rows, whatever the plan
     assert "[9/9]" in proc.stdout
 
 

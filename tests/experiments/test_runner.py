@@ -166,3 +166,14 @@ def test_wall_clock_guard_cancels_a_job_running_or_started_late(spark, driver_wo
     assert spark.range(3).count() == 3  # the session survives the cancellation
     with wall_clock_guard(spark, 30.0, "fast"):
         assert spark.range(5).count() == 5
+
+
+def test_first_checksum_on_the_same_inputs_is_the_reference(tmp_path):
+    from experiments.kinds.batch_join import _agreed_checksum
+
+    cols = ["l_key", "r_key"]
+    assert _agreed_checksum(tmp_path, "R", "S", "key", "inner", cols, 2**70) == 2**70
+    assert _agreed_checksum(tmp_path, "R", "S", "key", "inner", cols, 5) == 2**70
+    # another join type or output layout is another reference
+    assert _agreed_checksum(tmp_path, "R", "S", "key", "left", cols, 5) == 5
+    assert _agreed_checksum(tmp_path, "R", "S", "key", "inner", ["l_key"], 7) == 7
