@@ -119,14 +119,26 @@ def reset_if_broken() -> bool:
     global _session, _session_key
     if _session is None:
         return False
+    jvm_gone = False
     try:
         if not _session.sparkContext._jsc.sc().isStopped():
             return False
     except Exception:  # the JVM or the gateway is gone
-        pass
+        jvm_gone = True
     with contextlib.suppress(Exception):  # a dead JVM may not even stop cleanly
         stop_spark()
     _session, _session_key = None, None
+    if jvm_gone:
+        # PySpark keeps the gateway of the first JVM in class attributes and would hand the dead
+        # one to every later session ("Connection refused"); forget it so a new JVM is launched.
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        SparkContext._active_spark_context = None
+        SparkSession._instantiatedSession = None
+        SparkSession._activeSession = None
     return True
 
 

@@ -1,0 +1,38 @@
+"""A sweep survives a JVM that died mid-point: the next point gets a fresh JVM, not the dead one.
+
+Runs in a child process so the killed JVM is never the test run's shared session.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from experiments.paths import ROOT
+
+_SCRIPT = textwrap.dedent("""
+    from pyspark import SparkContext
+    from experiments.spark_session import get_spark, reset_if_broken, stop_spark
+
+    spark = get_spark(master="local[1]", driver_memory="1g")
+    assert spark.range(5).count() == 5
+    SparkContext._gateway.proc.kill()
+    SparkContext._gateway.proc.wait()
+    try:
+        spark.range(5).count()
+        raise SystemExit("the killed JVM still answered")
+    except Exception:
+        pass
+    assert reset_if_broken(), "a dead JVM was not noticed"
+    assert get_spark(master="local[1]", driver_memory="1g").range(7).count() == 7
+    stop_spark()
+    print("RECOVERED")
+""")
+
+
+def test_new_session_after_the_jvm_died():
+    proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, text=True,
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "RECOVERED" in proc.stdout
