@@ -75,15 +75,20 @@ def load_calibration(path: Path | None = None) -> Calibration:
     )
 
 
+def slot_loads(costs: np.ndarray, slots: int) -> np.ndarray:
+    """Busy time of each of ``slots`` slots when tasks launch in order on the first free slot."""
+    free = [0.0] * max(1, slots)
+    heapq.heapify(free)
+    for c in costs:
+        heapq.heappush(free, heapq.heappop(free) + float(c))
+    return np.asarray(free)
+
+
 def list_schedule(costs: np.ndarray, slots: int) -> float:
     """Makespan of tasks launched in order, each on the slot that frees up first."""
     if len(costs) == 0:
         return 0.0
-    free = [0.0] * max(1, min(slots, len(costs)))
-    heapq.heapify(free)
-    for c in costs:
-        heapq.heappush(free, heapq.heappop(free) + float(c))
-    return max(free)
+    return float(slot_loads(costs, min(slots, len(costs))).max())
 
 
 def lpt_schedule(costs: np.ndarray, slots: int) -> float:
@@ -103,3 +108,23 @@ def modeled_makespan(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
     ):
         total += fn(costs.task_costs(stage), executors)
     return total
+
+
+def executor_imbalance(tasks: pd.DataFrame, executors: int, costs: BatchCosts) -> float:
+    """Max/mean busy time over the E slots in the costliest stage (1 = perfectly balanced).
+
+    Unlike max/mean *task* load, this is the load balance the paper is about: a stage that mixes
+    many small tasks of one sub-join with fewer large ones of another is balanced if the slots
+    end up equally busy, and a single hot task leaves E-1 slots idle however the rest look.
+    """
+    if tasks.empty:
+        return 1.0
+    worst, worst_cost = None, -1.0
+    for _, stage in tasks.sort_values(["stage_id", "task_index"]).groupby(
+        ["stage_id", "stage_attempt"], sort=True
+    ):
+        c = costs.task_costs(stage)
+        if c.sum() > worst_cost:
+            worst, worst_cost = c, float(c.sum())
+    loads = slot_loads(worst, executors)
+    return float(loads.max() / loads.mean()) if loads.mean() > 0 else 1.0

@@ -14,7 +14,7 @@ import duckdb
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from experiments.cost_model import modeled_makespan
+from experiments.cost_model import executor_imbalance, modeled_makespan
 from experiments.figure_spec import resolve_scaled, scaled_rule
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.spark_metrics import TaskMetricsCapture
@@ -174,6 +174,8 @@ def run_point(pc: PointContext) -> PointOutcome:
     modeled = modeled_makespan(cap.result.tasks, executors, pc.calibration.batch,
                                schedule=run.get("schedule", "list"))
     m["modeled_time"] = (modeled, "modeled s")
+    m["executor_imbalance"] = (executor_imbalance(cap.result.tasks, executors,
+                                                  pc.calibration.batch), "ratio")
     m["local_wall_time"] = (wall, "local wall s")
     m["output_rows"] = (rows, "rows")
     m["output_checksum"] = (float(checksum % 2**52), "checksum")  # low bits: exact as a float

@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec, prefixed
 from joins.batch import amjoin_common as C
-from joins.batch.hot_keys import get_hot_keys, hot_keys_frame, hot_params
+from joins.batch.hot_keys import get_hot_keys_of, hot_keys_frame, hot_params
 from joins.batch.ib_join import index_broadcast_join
 from joins.batch.sql_conf import sql_conf
 from joins.batch.tree_join import TreeOptions, tree_join_pairs
@@ -58,7 +58,9 @@ def split_relation(ctx: BatchContext, df: DataFrame, on: str, own: Mapping[Hasha
                       F.coalesce(F.col("_code"), F.lit(0).cast("long")).alias("_code")))
     if ctx.params.get("persist_split", True):
         tagged = C.persist(tagged)
-    counts = {int(r[0]): int(r[1]) for r in tagged.groupBy("_code").count().collect()}
+    # four counts: one task merges them instead of one task per (mostly empty) shuffle partition
+    sizes = tagged.groupBy("_code").count().coalesce(1).collect()
+    counts = {int(r[0]): int(r[1]) for r in sizes}
     parts = {name: tagged.filter(F.col("_code") == code).select(*df.columns)
              for name, code in PARTS.items()}
     return parts, {name: counts.get(code, 0) for name, code in PARTS.items()}
@@ -93,7 +95,7 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
     hp = hot_params(ctx.params)
     extra: dict[str, float] = {}
     with sql_conf(ctx.spark, conf):
-        kr, ks = get_hot_keys(left, on, hp), get_hot_keys(right, on, hp)
+        kr, ks = get_hot_keys_of([left, right], on, hp, tasks=ctx.executors)
         extra.update(hot_keys_left=len(kr), hot_keys_right=len(ks),
                      hot_keys_both=len(set(kr) & set(ks)))
         if not kr and not ks:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,13 +120,75 @@ def top_hot_keys(counts: DataFrame, on: str, params: HotKeyParams) -> dict[Hasha
     return {r[0]: int(r[1]) for r in rows}
 
 
-def get_hot_keys(df: DataFrame, on: str, params: HotKeyParams) -> dict[Hashable, int]:
+def get_hot_keys(df: DataFrame, on: str, params: HotKeyParams,
+                 tasks: int | None = None) -> dict[Hashable, int]:
     """κ: the top-|κ|max keys of ``df`` with at least τ records -> their (estimated) frequency."""
+    return get_hot_keys_of([df], on, params, tasks)[0]
+
+
+def get_hot_keys_of(frames: Sequence[DataFrame], on: str, params: HotKeyParams,
+                    tasks: int | None = None) -> list[dict[Hashable, int]]:
+    """κ of each frame (AM-Join's κ_R and κ_S), counted independently but in one Spark job.
+
+    Counting is one cheap pass per record, so with ``tasks`` (the executor count) it runs as one
+    wave of ``tasks`` tasks instead of one task per input partition and per shuffle partition:
+    under the calibrated per-task cost the hot-key pass then costs a small fraction of the join
+    it prepares, as in the paper. The exact method returns the same κ either way.
+    """
     if params.max_keys <= 0:
-        return {}
+        return [{} for _ in frames]
     if params.method == "space_saving":
-        return _space_saving_hot_keys(df, on, params)
-    return top_hot_keys(key_counts(df, on), on, params)
+        return [_space_saving_hot_keys(df, on, params, tasks) for df in frames]
+    types = {df.schema[on].dataType for df in frames}
+    if len(types) > 1:  # a union would coerce the keys to one type: count each frame alone
+        return [get_hot_keys(df, on, params, tasks) for df in frames]
+    return _exact_hot_keys(frames, on, params, tasks)
+
+
+def _exact_hot_keys(frames: Sequence[DataFrame], on: str, params: HotKeyParams,
+                    tasks: int | None) -> list[dict[Hashable, int]]:
+    keys = None
+    for i, df in enumerate(frames):
+        part = df.where(F.col(on).isNotNull()).select(F.lit(i).alias("_side"),
+                                                     F.col(on).alias("_key"))
+        keys = part if keys is None else keys.union(part)
+    if tasks:
+        keys = keys.coalesce(int(tasks))
+    counts = keys.groupBy("_side", "_key").agg(F.count(F.lit(1)).alias("n"))
+    candidates = counts.where(F.col("n") >= params.threshold)
+    if tasks:
+        candidates = candidates.coalesce(int(tasks))
+    _ship_by_value()
+    max_keys = params.max_keys
+
+    def local_top(rows):
+        by_side: dict[int, list[tuple[Hashable, int]]] = {}
+        for side, key, n in rows:
+            by_side.setdefault(side, []).append((key, n))
+        for side, items in by_side.items():
+            for key, n in heapq.nsmallest(max_keys, items, key=_rank):
+                yield side, key, n
+
+    found: list[list[tuple[Hashable, int]]] = [[] for _ in frames]
+    for side, key, n in candidates.rdd.mapPartitions(local_top).collect():
+        found[side].append((key, int(n)))
+    return [dict(heapq.nsmallest(max_keys, items, key=_rank)) for items in found]
+
+
+def _rank(item: tuple[Hashable, int]) -> tuple:
+    """Most frequent first, ties by key (NaN last, as Spark orders it)."""
+    key, n = item
+    nan = isinstance(key, float) and math.isnan(key)
+    return (-n, nan, 0.0 if nan else key)
+
+
+def _ship_by_value() -> None:
+    """Ship this module's functions by value, so executors need not have the project installed."""
+    import sys
+
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def space_saving(keys: Iterable[Hashable], capacity: int) -> dict[Hashable, int]:
@@ -172,20 +234,19 @@ def merge_summaries(a: dict[Hashable, int], b: dict[Hashable, int],
     return dict(top)
 
 
-def _space_saving_hot_keys(df: DataFrame, on: str, params: HotKeyParams) -> dict[Hashable, int]:
-    import sys
-
-    from pyspark import cloudpickle
-
-    # ship this module's functions by value, so executors need not have the project installed
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+def _space_saving_hot_keys(df: DataFrame, on: str, params: HotKeyParams,
+                           tasks: int | None = None) -> dict[Hashable, int]:
+    _ship_by_value()
     capacity = int(params.capacity or 10 * params.max_keys)
 
     def local(rows):
         yield space_saving((r[0] for r in rows), capacity)
 
+    keys = df.select(on)
+    if tasks:
+        keys = keys.coalesce(int(tasks))
     summary = (
-        df.select(on).rdd.mapPartitions(local)
+        keys.rdd.mapPartitions(local)
         .treeReduce(lambda a, b: merge_summaries(a, b, capacity), depth=2)
     )
     hot = [(k, c) for k, c in summary.items() if c >= params.threshold]

@@ -52,7 +52,7 @@ from pyspark.sql.types import ArrayType
 from joins.api import BatchContext, JoinResult, JoinSpec
 from joins.batch import amjoin_common as C
 from joins.batch.hot_keys import (
-    get_hot_keys,
+    get_hot_keys_of,
     hot_keys_frame,
     hot_params,
     is_hot_col,
@@ -357,9 +357,10 @@ def initial_index_parts(ctx: BatchContext, left: DataFrame, right: DataFrame, on
         return [build_self_index(left, on, opts) if opts.self_join
                 else build_joined_index(left, right, on, opts)]
     hp = hot_params(ctx.params)
-    kr = dict(kr) if kr is not None else get_hot_keys(left, on, hp)
-    if ks is None:
-        ks = kr if opts.self_join else get_hot_keys(right, on, hp)
+    if kr is None or ks is None:
+        frames = [left] if opts.self_join else [left, right]
+        counted = get_hot_keys_of(frames, on, hp, tasks=ctx.executors)
+        kr, ks = counted[0], counted[-1]
     krs = shared_hot_keys(kr, ks)
     stats.hot_keys_left, stats.hot_keys_right, stats.hot_keys_both = len(kr), len(ks), len(krs)
     if not krs:

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from joins.batch.hot_keys import (
     HotKeyParams,
     get_hot_keys,
+    get_hot_keys_of,
     hot_params,
     max_iterations_bound,
     merge_summaries,
@@ -88,6 +89,20 @@ def test_exact_hot_keys_top_k_with_threshold(spark):
     assert get_hot_keys(df, "key", HotKeyParams(5, 10)) == {1: 6, 2: 5, 3: 5}
     assert get_hot_keys(df, "key", HotKeyParams(5, 2)) == {1: 6, 2: 5}
     assert get_hot_keys(df, "key", HotKeyParams(7, 10)) == {}
+
+
+def test_hot_keys_of_two_relations_in_one_job(spark):
+    # κ_R and κ_S are counted independently: a key's records in S never make it hot in R
+    left = _keys_frame(spark)
+    right = to_spark(spark, pd.DataFrame({"key": pd.array([2] * 3 + [7] * 8 + [None] * 20,
+                                                          dtype="Int64"), "v": range(31)}))
+    for tasks in (None, 1, 3):
+        kr, ks = get_hot_keys_of([left, right], "key", HotKeyParams(5, 10), tasks=tasks)
+        assert kr == {1: 6, 2: 5, 3: 5} and list(kr) == [1, 2, 3]
+        assert ks == {7: 8}
+    # top-|κ|max is taken per relation, ties by key, across partitions merged on the driver
+    kr, ks = get_hot_keys_of([left, right], "key", HotKeyParams(5, 2), tasks=3)
+    assert kr == {1: 6, 2: 5} and ks == {7: 8}
 
 
 def test_space_saving_hot_keys_on_spark(spark):

@@ -6,7 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.cost_model import BatchCosts, list_schedule, lpt_schedule, modeled_makespan
+from experiments.cost_model import (
+    BatchCosts,
+    executor_imbalance,
+    list_schedule,
+    lpt_schedule,
+    modeled_makespan,
+)
 from experiments.spark_metrics import TaskMetricsCapture
 
 
@@ -28,6 +34,25 @@ def test_makespan_sums_stages_and_sees_the_straggler():
     })
     assert modeled_makespan(tasks, 2, costs) == 5 + 10
     assert modeled_makespan(tasks, 64, costs) == 5 + 9
+
+
+def test_executor_imbalance_of_the_costliest_stage():
+    costs = BatchCosts(per_task=0.0, per_record_in=1.0, per_row_produced=0.0, per_shuffle_byte=0.0)
+
+    def stage(records: list[int], stage_id: int = 0) -> pd.DataFrame:
+        return pd.DataFrame({"stage_id": stage_id, "stage_attempt": 0,
+                             "task_index": range(len(records)), "records_in": records,
+                             "rows_produced": 0, "shuffle_read_bytes": 0, "shuffle_write_bytes": 0})
+
+    # a big task and many small ones: task max/mean is 3.5 but the two slots are equally busy
+    mixed = stage([6, 1, 1, 1, 1, 1, 1])
+    loads = mixed["records_in"]
+    assert loads.max() / loads.mean() > 3
+    assert executor_imbalance(mixed, 2, costs) == 1.0
+    # one hot task: the other slot idles; and the costliest stage is the one judged
+    hot = pd.concat([stage([1, 1], 0), stage([9, 1], 1)])
+    assert executor_imbalance(hot, 2, costs) == 9 / 5
+    assert executor_imbalance(stage([4]), 4, costs) == 4.0  # three executors idle
 
 
 @pytest.mark.spark
