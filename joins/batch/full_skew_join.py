@@ -72,8 +72,8 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
     }
 
     with sql_conf(ctx.spark, conf):
-        counts_l = key_counts(left, on).persist(StorageLevel.MEMORY_AND_DISK)
-        counts_r = key_counts(right, on).persist(StorageLevel.MEMORY_AND_DISK)
+        counts_l = key_counts(left, on, ctx.executors).persist(StorageLevel.MEMORY_AND_DISK)
+        counts_r = key_counts(right, on, ctx.executors).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             hot_l = top_hot_keys(counts_l, on, hot)
             hot_r = top_hot_keys(counts_r, on, hot)

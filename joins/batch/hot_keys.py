@@ -106,9 +106,19 @@ def max_iterations_bound(l_max: float, threshold: float) -> float:
 # ---------------------------------------------------------------------------------- collection
 
 
-def key_counts(df: DataFrame, on: str) -> DataFrame:
-    """Records per non-null key, column ``n`` (null keys never match, so they are never hot)."""
-    return df.where(F.col(on).isNotNull()).groupBy(on).agg(F.count(F.lit(1)).alias("n"))
+def key_counts(df: DataFrame, on: str, tasks: int | None = None,
+               within: str | None = None) -> DataFrame:
+    """Records per non-null key (per value of ``within`` if given), column ``n``.
+
+    Null keys never match, so they are never hot. With ``tasks``, the counting pass and the
+    counts run as ``tasks`` tasks (one wave on E executors), as in :func:`get_hot_keys_of`.
+    """
+    cols = [within, on] if within else [on]
+    keys = df.where(F.col(on).isNotNull())
+    if tasks:
+        keys = keys.coalesce(int(tasks))
+    counts = keys.groupBy(*cols).agg(F.count(F.lit(1)).alias("n"))
+    return counts.coalesce(int(tasks)) if tasks else counts
 
 
 def top_hot_keys(counts: DataFrame, on: str, params: HotKeyParams) -> dict[Hashable, int]:
@@ -149,15 +159,9 @@ def _exact_hot_keys(frames: Sequence[DataFrame], on: str, params: HotKeyParams,
                     tasks: int | None) -> list[dict[Hashable, int]]:
     keys = None
     for i, df in enumerate(frames):
-        part = df.where(F.col(on).isNotNull()).select(F.lit(i).alias("_side"),
-                                                     F.col(on).alias("_key"))
+        part = df.select(F.lit(i).alias("_side"), F.col(on).alias("_key"))
         keys = part if keys is None else keys.union(part)
-    if tasks:
-        keys = keys.coalesce(int(tasks))
-    counts = keys.groupBy("_side", "_key").agg(F.count(F.lit(1)).alias("n"))
-    candidates = counts.where(F.col("n") >= params.threshold)
-    if tasks:
-        candidates = candidates.coalesce(int(tasks))
+    candidates = key_counts(keys, "_key", tasks, within="_side").where(F.col("n") >= params.threshold)
     _ship_by_value()
     max_keys = params.max_keys
 
