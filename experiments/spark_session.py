@@ -119,16 +119,15 @@ def reset_if_broken() -> bool:
     global _session, _session_key
     if _session is None:
         return False
-    jvm_gone = False
     try:
         if not _session.sparkContext._jsc.sc().isStopped():
             return False
-    except Exception:  # the JVM or the gateway is gone
-        jvm_gone = True
+    except Exception:  # the context was stopped (no _jsc) or the JVM is gone
+        pass
     with contextlib.suppress(Exception):  # a dead JVM may not even stop cleanly
         stop_spark()
     _session, _session_key = None, None
-    if jvm_gone:
+    if not _jvm_alive():
         # PySpark keeps the gateway of the first JVM in class attributes and would hand the dead
         # one to every later session ("Connection refused"); forget it so a new JVM is launched.
         from pyspark import SparkContext
@@ -139,6 +138,23 @@ def reset_if_broken() -> bool:
         SparkContext._active_spark_context = None
         SparkSession._instantiatedSession = None
         SparkSession._activeSession = None
+    return True
+
+
+def _jvm_alive() -> bool:
+    """True while the JVM PySpark launched still answers (its gateway outlives stopped contexts)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return True  # nothing cached, nothing to forget
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.poll() is not None:
+        return False
+    try:
+        gateway.jvm.java.lang.System.nanoTime()
+    except Exception:
+        return False
     return True
 
 

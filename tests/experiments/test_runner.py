@@ -113,7 +113,8 @@ def test_read_results_ignores_in_progress_files(tmp_path):
     assert read_results(tmp_path, "amjoin/fig5").empty
 
 
-def test_failed_point_resets_the_spark_session(scripted, monkeypatch):
+@pytest.mark.spark
+def test_failed_point_resets_the_spark_session(scripted, monkeypatch, spark):
     import experiments.spark_session as session
 
     class Dead:
@@ -128,6 +129,8 @@ def test_failed_point_resets_the_spark_session(scripted, monkeypatch):
     monkeypatch.setattr(session, "_session_key", ("local[2]",))
     assert run("spark3_join", 0.0) == "error"
     assert session._session is None and session._session_key is None
+    # only the broken session is forgotten: the live JVM (and the test run's session) still work
+    assert spark.range(3).selectExpr("id * 2 AS x").agg({"x": "sum"}).collect()[0][0] == 6
 
 
 @pytest.mark.spark
