@@ -32,7 +32,8 @@ def _x_ticks(figure: dict, xs: list[float], results: pd.DataFrame) -> list[str]:
 
 
 def _panel(ax, figure: dict, results: pd.DataFrame, names: list[str], y: str, ylabel: str,
-           logy: bool, colors: dict, paper: list[dict], paper_label: str) -> None:
+           logy: bool, colors: dict, paper: list[dict], paper_label: str,
+           legend: str = "below") -> None:
     labels = {k: v.get("label", k) for k, v in figure["series"].items()}
     sub = results[results.series.isin(names)]
     xs = sorted(sub["x"].dropna().unique())
@@ -95,8 +96,12 @@ def _panel(ax, figure: dict, results: pd.DataFrame, names: list[str], y: str, yl
         tw.set_ylabel(paper_label, fontsize=8, color="0.35")
     if logy and len(vals) and (vals > 0).all():
         ax.set_ylim(top=float(vals.max()) * 2.5)  # room for the asterisks
-    ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16),
-              ncol=2, frameon=False)
+    if legend == "right":  # one column of panels: one legend beside the top row
+        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                  frameon=False)
+    elif legend == "below":
+        ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+                  ncol=2, frameon=False)
 
 
 def draw(figure: dict, results: pd.DataFrame):
@@ -105,8 +110,9 @@ def draw(figure: dict, results: pd.DataFrame):
              "logy": plot.get("logy", False)}, *plot.get("extra_panels", [])]
     panels = plot.get("panels") or [{"title": "", "series": list(figure["series"])}]
     scalar = results[results["t"].isna()] if "t" in results else results
+    single = len(panels) == 1 and len(rows) > 1
     fig, axes = plt.subplots(len(rows), len(panels), squeeze=False,
-                             figsize=(5.6 * len(panels), 3.8 * len(rows)))
+                             figsize=(5.6 * len(panels) + (2.4 if single else 0), 3.8 * len(rows)))
     colors = series_colors(list(figure["series"]))
     for r, spec in enumerate(rows):
         for c, pan in enumerate(panels):
@@ -114,7 +120,8 @@ def draw(figure: dict, results: pd.DataFrame):
             _panel(ax, figure, scalar, list(pan["series"]), spec["y"],
                    spec.get("ylabel", spec["y"]), spec.get("logy", False), colors,
                    figure.get("paper_values", []) if r == 0 else [],
-                   plot.get("paper_axis_label", "paper"))
+                   plot.get("paper_axis_label", "paper"),
+                   legend=("right" if r == 0 else "none") if single else "below")
             if r == 0 and pan.get("title"):
                 ax.set_title(pan["title"], fontsize=10)
     fig.suptitle(f"{figure['id']}: {figure['title']}", fontsize=11)
