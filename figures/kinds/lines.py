@@ -61,14 +61,18 @@ def draw(figure: dict, results: pd.DataFrame):
     for ax, p in zip(axes[0], panels, strict=True):
         _panel(ax, figure, results, p["y"], p.get("ylabel", p["y"]), p.get("logy", False),
                colors, figure.get("paper_values", []))
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="upper center", ncol=min(5, len(labels)), fontsize=8,
-                   bbox_to_anchor=(0.5, 1.0), frameon=False)
-    fig.suptitle(f"{figure['id']}: {figure['title']}", y=1.07, fontsize=11)
     kinds = sorted({y_kind_of(p.get("ylabel", p["y"])) for p in panels})
     fig.text(0.01, -0.04, footer_text(results, "; ".join(kinds)), fontsize=6.5, color="0.35")
     fig.tight_layout()
+    # legend and title above the panels (saved with a tight bounding box), never over them
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    legend_rows = -(-len(labels) // 5) if handles else 0
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=8,
+                   bbox_to_anchor=(0.5, 1.0), frameon=False)
+    row_height = 0.22 / fig.get_figheight()  # one 8-pt legend row, as a fraction of the figure
+    fig.suptitle(f"{figure['id']}: {figure['title']}", y=1.03 + legend_rows * row_height,
+                 va="bottom", fontsize=11)
     return fig
 
 
