@@ -102,12 +102,13 @@ def modeled_makespan(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
     if tasks.empty:
         return 0.0
     fn = lpt_schedule if schedule == "lpt" else list_schedule
-    total = 0.0
-    for _, stage in tasks.sort_values(["stage_id", "task_index"]).groupby(
-        ["stage_id", "stage_attempt"], sort=True
-    ):
-        total += fn(costs.task_costs(stage), executors)
-    return total
+    return float(sum(fn(c, executors) for c in stage_costs(tasks, costs)))
+
+
+def stage_costs(tasks: pd.DataFrame, costs: BatchCosts) -> list[np.ndarray]:
+    """Each stage attempt's task costs, tasks in launch (index) order."""
+    return [costs.task_costs(stage) for _, stage in tasks.sort_values(
+        ["stage_id", "task_index"]).groupby(["stage_id", "stage_attempt"], sort=True)]
 
 
 def executor_imbalance(tasks: pd.DataFrame, executors: int, costs: BatchCosts) -> float:
@@ -119,12 +120,6 @@ def executor_imbalance(tasks: pd.DataFrame, executors: int, costs: BatchCosts) -
     """
     if tasks.empty:
         return 1.0
-    worst, worst_cost = None, -1.0
-    for _, stage in tasks.sort_values(["stage_id", "task_index"]).groupby(
-        ["stage_id", "stage_attempt"], sort=True
-    ):
-        c = costs.task_costs(stage)
-        if c.sum() > worst_cost:
-            worst, worst_cost = c, float(c.sum())
+    worst = max(stage_costs(tasks, costs), key=lambda c: float(c.sum()))
     loads = slot_loads(worst, executors)
     return float(loads.max() / loads.mean()) if loads.mean() > 0 else 1.0

@@ -200,6 +200,5 @@ def run_point(pc: PointContext) -> PointOutcome:
                          f"run on the same inputs produced")
             return out
     if deadline is not None and modeled > deadline:
-
         out.status, out.error = "timeout", f"modeled time {modeled:.1f}s > deadline {deadline:.1f}s"
     return out

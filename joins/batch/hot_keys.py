@@ -123,11 +123,32 @@ def key_counts(df: DataFrame, on: str, tasks: int | None = None,
 
 def top_hot_keys(counts: DataFrame, on: str, params: HotKeyParams) -> dict[Hashable, int]:
     """The top-|κ|max keys of a :func:`key_counts` frame with at least τ records."""
-    if params.max_keys <= 0:
-        return {}
-    rows = (counts.where(F.col("n") >= params.threshold)
-            .orderBy(F.col("n").desc(), F.col(on).asc()).limit(params.max_keys).collect())
-    return {r[0]: int(r[1]) for r in rows}
+    candidates = counts.where(F.col("n") >= params.threshold).select(
+        F.lit(0).alias("_side"), F.col(on), "n")
+    return _top_per_side(candidates, 1, params.max_keys)[0]
+
+
+def _top_per_side(candidates: DataFrame, sides: int, max_keys: int) -> list[dict[Hashable, int]]:
+    """Top-``max_keys`` of (side, key, n) rows per side: a local top per partition, merged here.
+
+    One pass over the candidates, no sort shuffle; most frequent first, ties by key.
+    """
+    if max_keys <= 0:
+        return [{} for _ in range(sides)]
+    _ship_by_value()
+
+    def local_top(rows):
+        by_side: dict[int, list[tuple[Hashable, int]]] = {}
+        for side, key, n in rows:
+            by_side.setdefault(side, []).append((key, n))
+        for side, items in by_side.items():
+            for key, n in heapq.nsmallest(max_keys, items, key=_rank):
+                yield side, key, n
+
+    found: list[list[tuple[Hashable, int]]] = [[] for _ in range(sides)]
+    for side, key, n in candidates.rdd.mapPartitions(local_top).collect():
+        found[side].append((key, int(n)))
+    return [dict(heapq.nsmallest(max_keys, items, key=_rank)) for items in found]
 
 
 def get_hot_keys(df: DataFrame, on: str, params: HotKeyParams,
@@ -162,21 +183,7 @@ def _exact_hot_keys(frames: Sequence[DataFrame], on: str, params: HotKeyParams,
         part = df.select(F.lit(i).alias("_side"), F.col(on).alias("_key"))
         keys = part if keys is None else keys.union(part)
     candidates = key_counts(keys, "_key", tasks, within="_side").where(F.col("n") >= params.threshold)
-    _ship_by_value()
-    max_keys = params.max_keys
-
-    def local_top(rows):
-        by_side: dict[int, list[tuple[Hashable, int]]] = {}
-        for side, key, n in rows:
-            by_side.setdefault(side, []).append((key, n))
-        for side, items in by_side.items():
-            for key, n in heapq.nsmallest(max_keys, items, key=_rank):
-                yield side, key, n
-
-    found: list[list[tuple[Hashable, int]]] = [[] for _ in frames]
-    for side, key, n in candidates.rdd.mapPartitions(local_top).collect():
-        found[side].append((key, int(n)))
-    return [dict(heapq.nsmallest(max_keys, items, key=_rank)) for items in found]
+    return _top_per_side(candidates, len(frames), params.max_keys)
 
 
 def _rank(item: tuple[Hashable, int]) -> tuple:
