@@ -15,7 +15,9 @@ swapped); a Shuffle-Join of the requested type for CC, which also carries every 
 Broadcast or shuffle (§"When not to Perform Broadcast-Joins?"): R_HC ⋈ S_CH is broadcast when
 |R_HC|·m_R·(1+λ) >= |S_CH|·m_S·(1 + λ·log_{1+λ} n), else shuffled (symmetrically for CH);
 λ = τ^(2/3) - 1 unless ``ctx.params["lambda"]`` is given; ``ctx.params["broadcast_rule"]`` may be
-``"cost"`` (default), ``"always"`` or ``"never"``. A broadcast index must fit the memory budget.
+``"cost"`` (default), ``"always"`` or ``"never"``. Under ``"cost"`` a small side larger than the
+memory budget is shuffled instead (AM-Join never fails for memory in the paper); a forced
+broadcast whose index does not fit fails the run.
 
 A same-attribute self-join has identical hot keys on both sides, so HC and CH are empty and
 AM-Join is Tree-Join (paper); ``spec.self_join`` runs the self-join Tree-Join.
@@ -68,12 +70,15 @@ def split_relation(ctx: BatchContext, df: DataFrame, on: str, own: Mapping[Hasha
 
 def use_broadcast(ctx: BatchContext, n_large: int, m_large: float, n_small: int,
                   m_small: float) -> bool:
-    """Δ_split(large) >= Δ_broadcast(small) (§28.2), or the forced choice of ``broadcast_rule``."""
+    """Δ_split(large) >= Δ_broadcast(small) (§28.2) for an index that fits the memory budget,
+    or the forced choice of ``broadcast_rule``."""
     rule = str(ctx.params.get("broadcast_rule", "cost"))
     if rule in ("always", "never"):
         return rule == "always"
     if rule != "cost":
         raise ValueError(f"broadcast_rule must be 'cost', 'always' or 'never', got {rule!r}")
+    if ctx.memory_budget_bytes is not None and n_small * m_small > ctx.memory_budget_bytes:
+        return False  # the index could not be held by every executor
     lam = float(ctx.params.get("lambda", C.lambda_from_threshold(hot_params(ctx.params).threshold)))
     n = max(ctx.executors, 1)
     d_split = n_large * m_large * (1 + lam)

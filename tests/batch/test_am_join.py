@@ -64,6 +64,9 @@ def test_broadcast_rule():
     assert use_broadcast(ctx, 10**6, 100, 10**5, 100)
     assert not use_broadcast(ctx, 10**5, 100, 10**5, 100)
     assert use_broadcast(BatchContext(None, params={"broadcast_rule": "always"}), 1, 1, 10**9, 1)
+    tight = BatchContext(spark=None, executors=1000, memory_budget_bytes=10**7 - 1,
+                         params={"hot_threshold": 100})
+    assert not use_broadcast(tight, 10**6, 100, 10**5, 100)  # 10 MB index > budget: shuffle
 
 
 # key 1 hot in both (12 x 9), key 2 hot in the left only, key 4 in the right only
