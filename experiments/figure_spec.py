@@ -55,16 +55,23 @@ def x_numeric(figure: dict, value: Any) -> float:
     return float(value)
 
 
-def config_hash(figure: dict, scale: str, seed: int) -> str:
-    """What makes a point's result stale: the figure config, the scale and the seed.
+def config_hash(figure: dict, scale: str, seed: int, series: str | None = None) -> str:
+    """What makes a point's result stale: its figure's settings, its series, the scale and seed.
 
-    Prose and presentation (description, choices, targets, plot, overlays) are left out, so
-    rewording why a setting was chosen does not throw away the results made with it.
+    Prose and presentation (description, choices, targets, plot, overlays, series labels) are
+    left out, so rewording why a setting was chosen does not throw away the results made with
+    it; so are the other series and the list of x values, so adding a series or an x value to a
+    figure does not either.
     """
     keep = {k: v for k, v in figure.items() if k not in ("targets", "plot", "paper_values",
-                                                           "description", "headline", "choices")}
-    blob = json.dumps({"figure": keep, "scale": scale, "seed": seed}, sort_keys=True,
-                      default=str).encode()
+                                                           "description", "headline", "choices",
+                                                           "series", "x")}
+    keep["x"] = {k: v for k, v in figure.get("x", {}).items()
+                 if k not in ("values", "values_by_scale", "label")}
+    if series is not None:
+        keep["series"] = {k: v for k, v in figure["series"][series].items() if k != "label"}
+    blob = json.dumps({"figure": keep, "scale": scale, "seed": seed, "series": series},
+                      sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
 
 

@@ -84,7 +84,7 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     point = Point(figure["id"], series, x_numeric(figure, x), x_label(x))
     folder = results_dir(_results_root(cfg), figure["id"])
     ensure_writable(folder)
-    chash = config_hash(figure, scale, int(cfg.seed))
+    chash = config_hash(figure, scale, int(cfg.seed), series)
     tag = f"[{job_num + 1}/{total}] {figure['id']} {series} {figure['x'].get('name', 'x')}={point.x_label}"
     if not cfg.force and finished(folder, point, chash):
         print(f"{tag}: done already (force=true redoes it)", flush=True)

@@ -19,6 +19,12 @@ def series_colors(names: list[str]) -> dict[str, str]:
     return {n: cmap(i % 10) for i, n in enumerate(names)}
 
 
+def series_linestyles(names: list[str]) -> dict[str, str]:
+    """Solid for the first ten series, then dashed, dotted: tab10 colours repeat after ten."""
+    styles = ("-", "--", ":")
+    return {n: styles[(i // 10) % len(styles)] for i, n in enumerate(names)}
+
+
 def footer_text(results: pd.DataFrame, y_kind: str) -> str:
     """Provenance footer: what was measured, where, with which code and calibration."""
     def uniq(col: str) -> str:

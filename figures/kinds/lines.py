@@ -7,12 +7,21 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from figures.style import FAIL_LABELS, FAIL_MARKERS, FAILED, footer_text, series_colors, y_kind_of
+from figures.style import (
+    FAIL_LABELS,
+    FAIL_MARKERS,
+    FAILED,
+    footer_text,
+    series_colors,
+    series_linestyles,
+    y_kind_of,
+)
 
 
 def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: bool,
            colors: dict, paper: list[dict]) -> None:
     labels = {k: v.get("label", k) for k, v in figure["series"].items()}
+    styles = series_linestyles(list(figure["series"]))
     status = results.groupby(["series", "x"])["status"].first()
     # overflow points have a value (their time includes the spill): drawn, and starred
     values = results[(results.metric == y) & results.status.isin(["ok", "overflow"])]
@@ -22,14 +31,15 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
         ser = values[values.series == name].groupby("x")["value"].mean().sort_index()
         if not ser.empty:
             ax.plot(ser.index, ser.to_numpy(), marker="o", ms=3.5, color=colors[name],
-                    label=labels[name])
+                    linestyle=styles[name], label=labels[name])
             over = values[(values.series == name) & (values.status == "overflow")]
             if not over.empty:
                 o = over.groupby("x")["value"].mean()
                 ax.scatter(o.index, o.to_numpy(), marker="*", s=90, color=colors[name], zorder=6)
                 used_fail.add("overflow")
         elif name in set(results.series):
-            ax.plot([], [], marker="o", ms=3.5, color=colors[name], label=labels[name])
+            ax.plot([], [], marker="o", ms=3.5, color=colors[name], linestyle=styles[name],
+                    label=labels[name])
         if name in status.index.get_level_values(0):
             st = status.loc[name]
             for x, s in st[st.isin(FAILED)].items():

@@ -81,3 +81,17 @@ def test_config_hash_ignores_prose_but_not_settings():
     assert config_hash({**fig, "choices": {"why": "b"}, "description": "e"}, "small", 0) == base
     assert config_hash({**fig, "run": {"executors": 8}}, "small", 0) != base
     assert config_hash(fig, "tiny", 0) != base and config_hash(fig, "small", 1) != base
+
+
+def test_config_hash_of_a_point_ignores_other_series_and_x_values():
+    from experiments.figure_spec import config_hash
+
+    fig = {"id": "p/f", "x": {"param": "a", "values": [0, 1]},
+           "series": {"s": {"algorithm": "x", "label": "S"}}}
+    base = config_hash(fig, "small", 0, "s")
+    grown = {**fig, "x": {"param": "a", "values": [0, 1, 2]},
+             "series": {"s": {"algorithm": "x", "label": "renamed"}, "t": {"algorithm": "y"}}}
+    assert config_hash(grown, "small", 0, "s") == base
+    assert config_hash({**fig, "x": {"param": "b", "values": [0, 1]}}, "small", 0, "s") != base
+    changed = {**fig, "series": {"s": {"algorithm": "x", "overrides": {"run.k": 1}}}}
+    assert config_hash(changed, "small", 0, "s") != base
