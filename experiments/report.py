@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from experiments.figure_spec import config_hash
 from experiments.figures import figure_ids, load_figure
 from experiments.paths import ROOT
 from experiments.results import read_results
@@ -37,6 +38,24 @@ def _paper_table(figure: dict, results: pd.DataFrame) -> list[str]:
     return lines
 
 
+def stale_points(figure: dict, results: pd.DataFrame) -> list[str]:
+    """Points whose settings changed since they ran (their config hash is not the current one)."""
+    first = results.groupby("point_id")[["series", "scale", "seed", "config_hash"]].first()
+    return sorted(pid for pid, r in first.iterrows()
+                  if r.series not in figure["series"]
+                  or r.config_hash != config_hash(figure, r.scale, int(r.seed), r.series))
+
+
+def _choices(figure: dict) -> list[str]:
+    choices = figure.get("choices") or {}
+    if not choices:
+        return []
+    lines = ["<details><summary>Choices where the paper is ambiguous or the scale differs "
+             f"({len(choices)})</summary>", ""]
+    lines += [f"- **{name}**: {_cell(text).strip()}" for name, text in choices.items()]
+    return [*lines, "", "</details>", ""]
+
+
 def figure_section(figure_id: str, scale: str, results_root: str) -> tuple[list[str], Counter]:
     figure = load_figure(figure_id, scale)
     results = read_results(results_root, figure_id)
@@ -55,6 +74,12 @@ def figure_section(figure_id: str, scale: str, results_root: str) -> tuple[list[
     lines += [f"{len(points)} points ({', '.join(f'{n} {s}' for s, n in points.value_counts().items())});"
               f" commit {commits}; calibration {', '.join(results.calibration_id.dropna().unique())}.",
               ""]
+    stale = stale_points(figure, results)
+    if stale:
+        lines += [f"**{len(stale)} stale point(s)**: the figure's settings changed since they ran "
+                  f"({', '.join(stale)}); `make reproduce-{figure_id.replace('/', '-')}` reruns "
+                  "them.", ""]
+    lines += _choices(figure)
     lines += ["**Paper vs reproduced (numbers)**", "", *_paper_table(figure, results), ""]
     lines += ["**Targets**", "", "| id | paper's claim | check | reproduced | verdict |",
               "|---|---|---|---|---|"]

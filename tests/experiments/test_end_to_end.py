@@ -79,3 +79,18 @@ def test_local_cluster_point(tmp_path):
     assert frame.spark_master.iloc[0].startswith("local-cluster")
     m = frame.set_index("metric").value
     assert m["output_rows"] == m["oracle_rows"] > 0
+
+
+@pytest.mark.slow
+def test_report_flags_points_whose_settings_changed(tiny_fig5):
+    from experiments.figures import load_figure
+    from experiments.report import stale_points
+    from experiments.results import read_results
+
+    root, _ = tiny_fig5
+    figure, results = load_figure("amjoin/fig5", "tiny"), read_results(root, "amjoin/fig5")
+    assert stale_points(figure, results) == []
+    changed = {**figure, "series": {**figure["series"],
+                                    "hash_join": {"algorithm": "hash_join", "overrides": {"run.k": 1}}}}
+    assert stale_points(changed, results) == sorted(
+        results[results.series == "hash_join"].point_id.unique())
