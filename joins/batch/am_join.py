@@ -25,6 +25,12 @@ AM-Join is Tree-Join (paper); ``spec.self_join`` runs the self-join Tree-Join.
 With no hot key in either relation every record is CC, so the split is skipped and AM-Join is
 the CC Shuffle-Join alone (the HH/HC/CH sizes are then not reported).
 
+``ctx.params["subjoin_partitions"] = "sized"`` gives the HH, HC and CH sub-joins as many partitions
+as their work needs (records in plus pairs out, at the input's records per partition; HH's pairs
+are exact from κ, HC/CH's bounded by τ per large record) instead of all of them: at reduced scale
+a sub-join of a few thousand records over every partition costs more in task launches than in
+work. The CC Shuffle-Join keeps all partitions.
+
 The split relations are persisted (``ctx.params["persist_split"]``, default true): the paper's
 split writes each record once to one of four sub-relations, whereas re-filtering an unpersisted
 DataFrame would rescan the input once per sub-relation.
@@ -33,6 +39,7 @@ DataFrame would rescan the input once per sub-relation.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from dataclasses import replace
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -86,8 +93,14 @@ def use_broadcast(ctx: BatchContext, n_large: int, m_large: float, n_small: int,
     return d_split >= d_bcast
 
 
-def _shuffle_join(left: DataFrame, right: DataFrame, on: str, how: str) -> DataFrame:
+def _shuffle_join(left: DataFrame, right: DataFrame, on: str, how: str,
+                  partitions: int | None = None) -> DataFrame:
     lp, rp = prefixed(left, "l_"), prefixed(right, "r_")
+    if partitions is not None:
+        # Co-partitioned on the key. Cached, because Spark re-plans a join of two plain
+        # repartitions at spark.sql.shuffle.partitions; a cached input keeps its partitioning.
+        lp = C.persist(lp.repartition(partitions, "l_" + on))
+        rp = C.persist(rp.repartition(partitions, "r_" + on))
     return lp.hint("shuffle_hash").join(rp, lp["l_" + on] == rp["r_" + on], _SPARK_HOW[how])
 
 
@@ -113,13 +126,18 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
         for name in PARTS:
             extra[f"rows_{name}_left"], extra[f"rows_{name}_right"] = rn[name], sn[name]
         m_r, m_s = C.row_bytes(ctx, left), C.row_bytes(ctx, right)
+        total = sum(rn.values()) + sum(sn.values())
+        tau = hot_params(ctx.params).threshold
         frames = []
 
         # R_HH ⋈ S_HH: Tree-Join (inner in every variant: an HH key is on both sides)
         tree_extra = {"iterations": 0.0, "replicated_records": 0.0, "max_group_records": 0.0,
                       "index_entries": 0.0}
         if rn["hh"] and sn["hh"]:
-            opts = TreeOptions.of(ctx, "inner", self_join=False)
+            hh_pairs = sum(kr[k] * ks[k] for k in kr if k in ks)
+            opts = replace(TreeOptions.of(ctx, "inner", self_join=False),
+                           partitions=C.sized_partitions(ctx, rn["hh"] + sn["hh"] + hh_pairs, total))
+            extra["partitions_hh"] = opts.partitions
             hh, tstats = tree_join_pairs(ctx, rs["hh"], ss["hh"], on, opts, basic, kr, ks)
             frames.append(hh)
             tree_extra = {k: float(v) for k, v in tstats.extra().items()
@@ -136,17 +154,23 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             extra[f"{tag}_broadcast"] = 0.0
             if n_large == 0:
                 continue  # nothing to join and nothing to preserve (the small side never dangles)
+            # a key here is cold on the small side: fewer than τ matches per large record
+            parts = C.sized_partitions(ctx, n_large + n_small + n_large * min(n_small, tau), total)
+            extra[f"partitions_{tag}"] = parts
             if use_broadcast(ctx, n_large, m_large, n_small, m_small):
+                if parts < ctx.partitions:
+                    large = large.coalesce(parts)  # no shuffle: merges the large side's splits
                 out, ib = index_broadcast_join(ctx, large, small, on, large_is_left,
                                                keep_large=keep, keep_small=False)
                 extra["broadcast_bytes"] += ib.broadcast_bytes
                 extra[f"{tag}_broadcast"] = 1.0
             else:
                 sub_how = "left" if keep else "inner"
+                sized = parts if parts < ctx.partitions else None
                 if large_is_left:
-                    out = _shuffle_join(large, small, on, sub_how)
+                    out = _shuffle_join(large, small, on, sub_how, sized)
                 else:
-                    out = _shuffle_join(small, large, on, "right" if keep else "inner")
+                    out = _shuffle_join(small, large, on, "right" if keep else "inner", sized)
             frames.append(out)
 
         # R_CC ⋈ S_CC: Shuffle-Join of the requested type (null keys are all here)

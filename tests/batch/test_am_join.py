@@ -28,9 +28,9 @@ FIG_S = pd.DataFrame({"key": [1, 1, 6, 6, 11, 11, 12, 12, 2, 3, 5, 8, None],
 
 
 def run(spark, name: str, left: pd.DataFrame, right: pd.DataFrame, how: str = "inner",
-        self_join: bool = False, params: dict | None = None, **ctx_kw):
-    ctx = BatchContext(spark, executors=2, partitions=4, params={"hot_threshold": 2, **(params or {})},
-                       **ctx_kw)
+        self_join: bool = False, params: dict | None = None, partitions: int = 4, **ctx_kw):
+    ctx = BatchContext(spark, executors=2, partitions=partitions,
+                       params={"hot_threshold": 2, **(params or {})}, **ctx_kw)
     sl = to_spark(spark, left.astype({"key": "Int64"}))
     sr = to_spark(spark, right.astype({"key": "Int64"}))
     result = get(name).load()(ctx, sl, sr, JoinSpec("key", how, self_join))
@@ -49,6 +49,28 @@ def test_fig4_split_and_table2_variants(spark, how):
     assert [extra[f"rows_{p}_left"] for p in ("hh", "hc", "ch", "cc")] == [2, 6, 2, 3]
     # S: HH = key 1, HC = keys 6, 11, 12, CH = keys 2, 3 (hot in R), CC = 5, 8, null
     assert [extra[f"rows_{p}_right"] for p in ("hh", "hc", "ch", "cc")] == [2, 6, 2, 3]
+
+
+@pytest.mark.parametrize("rule", ["cost", "never"])
+@pytest.mark.parametrize("how", ["inner", "right", "full"])
+def test_sized_subjoins_keep_the_rows(spark, how, rule):
+    params = {"subjoin_partitions": "sized", "broadcast_rule": rule}
+    out, extra = run(spark, "am_join", FIG_R, FIG_S, how, params=params, partitions=16)
+    assert_same_rows(out, oracle_join(FIG_R, FIG_S, "key", how))
+    # 26 records over 16 partitions = 1.625 per task; HH: 2 + 2 records in, 2 x 2 pairs out
+    assert extra["partitions_hh"] == 5
+    # HC: 6 large + 2 small records in, at most 6 x min(2, τ=2) pairs out: 20 -> 13 of 16
+    assert extra["partitions_hc"] == extra["partitions_ch"] == 13
+
+
+def test_sized_partitions_rule():
+    ctx = BatchContext(spark=None, partitions=192, params={"subjoin_partitions": "sized"})
+    assert amjoin_common.sized_partitions(ctx, 10, 1_920_000) == 1
+    assert amjoin_common.sized_partitions(ctx, 25_000, 1_920_000) == 3
+    assert amjoin_common.sized_partitions(ctx, 10**9, 1_920_000) == 192
+    assert amjoin_common.sized_partitions(BatchContext(spark=None, partitions=192), 10, 10**6) == 192
+    with pytest.raises(ValueError, match="subjoin_partitions"):
+        amjoin_common.sized_partitions(BatchContext(None, params={"subjoin_partitions": "x"}), 1, 1)
 
 
 @pytest.mark.parametrize("how", ["left", "full"])
