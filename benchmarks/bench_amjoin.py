@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
             out = run_point(pc)
             m = {k: v for k, (v, _) in out.metrics.items()}
             measured.setdefault(str(alpha), {})[series] = {"status": out.status, **m}
-            print(f"α={alpha} {series:<12} {out.status:<7} modeled {m.get('modeled_time', 0):8.2f}s"
+            print(f"α={alpha} {series:<17} {out.status:<7} modeled {m.get('modeled_time', 0):8.2f}s"
                   f"  wall {m.get('local_wall_time', 0):7.1f}s  imbalance "
                   f"{m.get('task_imbalance', float('nan')):6.2f} (tasks), "
                   f"{m.get('executor_imbalance', float('nan')):5.2f} (executors)  rows {m.get('output_rows', 0):,.0f}",
