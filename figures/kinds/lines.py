@@ -27,6 +27,7 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
     values = results[(results.metric == y) & results.status.isin(["ok", "overflow"])]
     top = values["value"].max() if not values.empty else 1.0
     used_fail: set[str] = set()
+    marks_at: dict[float, int] = {}
     for name in figure["series"]:
         ser = values[values.series == name].groupby("x")["value"].mean().sort_index()
         if not ser.empty:
@@ -43,8 +44,9 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
         if name in status.index.get_level_values(0):
             st = status.loc[name]
             for x, s in st[st.isin(FAILED)].items():
-                ax.scatter([x], [top * (1.6 if logy else 1.08)], marker=FAIL_MARKERS[s],
-                           color=colors[name], s=45, zorder=5)
+                k = marks_at[x] = marks_at.get(x, -1) + 1  # stacked: one row per failed series
+                ax.scatter([x], [top * 1.6 * 1.35 ** k if logy else top * (1.08 + 0.07 * k)],
+                           marker=FAIL_MARKERS[s], color=colors[name], s=45, zorder=5)
                 used_fail.add(s)
     for p in paper:
         if p.get("metric", figure["plot"].get("y")) != y:
