@@ -49,7 +49,7 @@ from joins.batch import amjoin_common as C
 from joins.batch.hot_keys import get_hot_keys_of, hot_keys_frame, hot_params
 from joins.batch.ib_join import index_broadcast_join
 from joins.batch.sql_conf import sql_conf
-from joins.batch.tree_join import TreeOptions, tree_join_pairs
+from joins.batch.tree_join import TreeOptions, shared_hot_keys, tree_join_pairs
 
 # sub-relation codes: 2 x (hot on own side) + (hot on the other side)
 PARTS = {"hh": 3, "hc": 2, "ch": 1, "cc": 0}
@@ -127,14 +127,13 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             extra[f"rows_{name}_left"], extra[f"rows_{name}_right"] = rn[name], sn[name]
         m_r, m_s = C.row_bytes(ctx, left), C.row_bytes(ctx, right)
         total = sum(rn.values()) + sum(sn.values())
-        tau = hot_params(ctx.params).threshold
         frames = []
 
         # R_HH ⋈ S_HH: Tree-Join (inner in every variant: an HH key is on both sides)
         tree_extra = {"iterations": 0.0, "replicated_records": 0.0, "max_group_records": 0.0,
                       "index_entries": 0.0}
         if rn["hh"] and sn["hh"]:
-            hh_pairs = sum(kr[k] * ks[k] for k in kr if k in ks)
+            hh_pairs = sum(a * b for a, b in shared_hot_keys(kr, ks).values())
             opts = replace(TreeOptions.of(ctx, "inner", self_join=False),
                            partitions=C.sized_partitions(ctx, rn["hh"] + sn["hh"] + hh_pairs, total))
             extra["partitions_hh"] = opts.partitions
@@ -155,7 +154,8 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             if n_large == 0:
                 continue  # nothing to join and nothing to preserve (the small side never dangles)
             # a key here is cold on the small side: fewer than τ matches per large record
-            parts = C.sized_partitions(ctx, n_large + n_small + n_large * min(n_small, tau), total)
+            parts = C.sized_partitions(ctx, n_large + n_small + n_large * min(n_small, hp.threshold),
+                                         total)
             extra[f"partitions_{tag}"] = parts
             if use_broadcast(ctx, n_large, m_large, n_small, m_small):
                 if parts < ctx.partitions:
