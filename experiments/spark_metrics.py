@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from experiments.spark_session import event_log_path
@@ -60,10 +61,48 @@ def _task_row(event: dict, stage_job: dict[int, int]) -> dict:
     }
 
 
+def union_parts(rdd_info: list[dict], tasks: int) -> list[int]:
+    """Partition counts of the union children a stage's tasks read, in task-index order.
+
+    A DataFrame union concatenates its children's partitions, so one stage of a plan that
+    unions sub-joins (AM-Join, Tree-Join's iterations) runs tasks of very different work: its
+    max/mean task load mixes the sub-joins' sizes with their balance. Nested unions are
+    flattened; a stage without a union is one part.
+    """
+    rdds = {r["RDD ID"]: r for r in rdd_info}
+    children = {p for r in rdd_info for p in r.get("Parent IDs", [])}
+    roots = [r for r in rdd_info if r["RDD ID"] not in children
+             and r.get("Number of Partitions") == tasks]
+    if not roots:
+        return [tasks]
+
+    def parts(rdd_id: int) -> list[int]:
+        r = rdds[rdd_id]
+        parents = [p for p in r.get("Parent IDs", []) if p in rdds]
+        if r.get("Name") == "UnionRDD" and parents:
+            flat = [n for p in parents for n in parts(p)]
+            if sum(flat) == r["Number of Partitions"]:
+                return flat
+        elif len(parents) == 1 and rdds[parents[0]]["Number of Partitions"] == r["Number of Partitions"]:
+            return parts(parents[0])  # a narrow one-to-one step
+        return [r["Number of Partitions"]]
+
+    return parts(max(r["RDD ID"] for r in roots))
+
+
 @dataclass
 class RunMetrics:
     tasks: pd.DataFrame  # one row per successful task attempt (TASK_COLUMNS)
     jobs: int
+    # (stage, attempt) -> partition counts of the union children its tasks read
+    stage_parts: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+
+    def part_of(self, stage_id: int, stage_attempt: int, task_index: pd.Series) -> pd.Series:
+        """The union child (0, 1, ...) each task of a stage read."""
+        whole = [int(task_index.max()) + 1] if len(task_index) else []
+        bounds = np.cumsum(self.stage_parts.get((stage_id, stage_attempt), whole))
+        return pd.Series(np.searchsorted(bounds, task_index.to_numpy(), side="right"),
+                         index=task_index.index)
 
     @property
     def stages(self) -> pd.DataFrame:
@@ -102,6 +141,9 @@ class RunMetrics:
         heavy = st.loc[work.idxmax()]
         tasks = t[(t.stage_id == heavy.stage_id) & (t.stage_attempt == heavy.stage_attempt)]
         load = tasks["records_in"] + tasks["rows_produced"]
+        part = self.part_of(int(heavy.stage_id), int(heavy.stage_attempt), tasks["task_index"])
+        by_part = load.groupby(part)
+        largest = load[part == by_part.sum().idxmax()]
         return {
             "spark_jobs": self.jobs,
             "spark_stages": len(st),
@@ -113,6 +155,11 @@ class RunMetrics:
             "max_task_records": float(load.max()),
             "mean_task_records": float(load.mean()),
             "task_imbalance": float(load.max() / load.mean()) if load.mean() > 0 else 1.0,
+            # the same stage seen per union child: how many, and the balance of the one with
+            # the most work (a join's own balance, apart from the sizes of what it is unioned with)
+            "stage_union_parts": float(by_part.ngroups),
+            "largest_part_task_imbalance":
+                float(largest.max() / largest.mean()) if largest.mean() > 0 else 1.0,
             "task_run_ms_total": float(t.run_ms.sum()),
         }
 
@@ -161,6 +208,12 @@ class TaskMetricsCapture:
             last_len = len(events)
             time.sleep(self.settle_s)
         stage_job: dict[int, int] = {}
+        stage_parts = {
+            (info["Stage ID"], info.get("Stage Attempt ID", 0)):
+                union_parts(info.get("RDD Info", []), info.get("Number of Tasks", 0))
+            for e in events if e["Event"] == "SparkListenerStageCompleted"
+            for info in [e["Stage Info"]]
+        }
         uncounted_stages: set[int] = set()
         for e in events:
             if e["Event"] == "SparkListenerJobStart":
@@ -178,4 +231,4 @@ class TaskMetricsCapture:
         ]
         tasks = pd.DataFrame(rows, columns=TASK_COLUMNS)
         tasks["records_in"] = tasks["input_records"] + tasks["shuffle_read_records"]
-        return RunMetrics(tasks=tasks, jobs=len(starts))
+        return RunMetrics(tasks=tasks, jobs=len(starts), stage_parts=stage_parts)

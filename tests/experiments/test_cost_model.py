@@ -13,7 +13,7 @@ from experiments.cost_model import (
     lpt_schedule,
     modeled_makespan,
 )
-from experiments.spark_metrics import TaskMetricsCapture
+from experiments.spark_metrics import TaskMetricsCapture, union_parts
 
 
 def test_list_schedule():
@@ -69,6 +69,32 @@ def test_capture_counts_exact_records(spark):
     summary = cap.result.summary()
     assert summary["spark_jobs"] >= 1 and summary["shuffle_read_bytes"] > 0
     assert summary["task_imbalance"] >= 1.0
+
+
+def test_union_parts_flatten_nested_unions():
+    def rdd(i, name, n, parents):
+        return {"RDD ID": i, "Name": name, "Number of Partitions": n, "Parent IDs": parents}
+
+    info = [rdd(9, "MapPartitionsRDD", 12, [8]), rdd(8, "UnionRDD", 12, [5, 7]),
+            rdd(7, "MapPartitionsRDD", 4, [6]), rdd(6, "ShuffledRowRDD", 4, [1]),
+            rdd(5, "UnionRDD", 8, [3, 4]), rdd(4, "ZippedPartitionsRDD2", 2, [2, 3]),
+            rdd(3, "ShuffledRowRDD", 6, [0])]
+    assert union_parts(info, 12) == [6, 2, 4]
+    assert union_parts(info[-1:], 6) == [6]  # no union: one part
+    assert union_parts([], 5) == [5]
+
+
+@pytest.mark.spark
+def test_union_stage_is_judged_per_part(spark):
+    heavy = spark.range(10_000, numPartitions=2).repartition(2, "id")
+    tiny = spark.range(6, numPartitions=2).repartition(6, "id")
+    with TaskMetricsCapture(spark) as cap:
+        assert heavy.union(tiny).count() == 10_006
+    summary = cap.result.summary()
+    assert summary["stage_union_parts"] == 2
+    # the two heavy tasks dwarf the six tiny ones, but split 10,000 ids between them evenly
+    assert summary["task_imbalance"] > 3
+    assert summary["largest_part_task_imbalance"] < 1.2
 
 
 @pytest.mark.spark
