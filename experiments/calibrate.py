@@ -6,8 +6,8 @@ linear model of :class:`experiments.cost_model.BatchCosts` (scipy's NNLS). Onlin
 engine's own calibration (:func:`joins.online.cost.calibrate`) when it is available. The result
 goes to ``calibration/local.json`` (``default.json`` is the committed reference, measured the
 same way) and its id is recorded with every result; an older calibration that published results
-still cite is kept as ``calibration/<id>.json``. ``parts=batch`` re-measures the batch
-constants only and keeps the online ones the current calibration has.
+still cite is kept as ``calibration/<id>.json``. ``parts=batch`` (``parts=online``) re-measures
+the batch (online) constants only and keeps the other ones the current calibration has.
 """
 
 from __future__ import annotations
@@ -80,24 +80,33 @@ def measure_online(spark) -> dict:
 def main(argv: list[str]) -> int:
     opts = dict(a.split("=", 1) for a in argv if "=" in a)
     out = Path(opts.get("out", CALIBRATION_DIR / "local.json"))
+    parts = opts.get("parts", "all")
+    if parts not in ("all", "batch", "online"):
+        print(f"parts must be all, batch or online, got {parts!r}", file=sys.stderr)
+        return 2
     spark = get_spark("local[2]", driver_memory="6g")
     t0 = time.perf_counter()
-    batch, fit = measure_batch(spark)
-    print(f"batch cost model: {batch} (fit over {fit['tasks']} tasks, R²={fit['r2']:.3f})")
-    if opts.get("parts", "all") == "batch":  # keep the online constants results were made with
-        online = load_calibration().online
+    current = load_calibration()
+    if parts == "online":  # keep the batch constants results were made with
+        batch_d, fit_note = asdict(current.batch), f"batch kept from {current.id}"
+        print(f"batch cost model: kept from the current calibration {current.id}")
+    else:
+        batch, fit = measure_batch(spark)
+        batch_d = asdict(batch)
+        fit_note = f"batch fit R²={fit['r2']:.3f} over {fit['tasks']} tasks"
+        print(f"batch cost model: {batch} (fit over {fit['tasks']} tasks, R²={fit['r2']:.3f})")
+    if parts == "batch":  # keep the online constants results were made with
+        online = current.online
         print("online cost model: kept from the current calibration")
     else:
         online = measure_online(spark)
         print(f"online cost model: {online or 'engine calibration not available'}")
-    batch_d = asdict(batch)
     data = {
         "id": calibration_id(batch_d, online),
         "machine": f"{platform.node()} {platform.machine()} {platform.processor()}".strip(),
         "batch": batch_d, "online": online,
         "note": f"measured by experiments.calibrate with local[2] in "
-                f"{time.perf_counter() - t0:.0f}s; batch fit R²={fit['r2']:.3f} over "
-                f"{fit['tasks']} tasks",
+                f"{time.perf_counter() - t0:.0f}s; {fit_note}",
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")

@@ -82,45 +82,84 @@ def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None) -> dict:
     return out
 
 
-def calibrate(spark, *, sizes: tuple[int, ...] = (60_000, 180_000), joiners: int = 4,
+# The calibration runs: (operator, joiners, R tuples, S tuples, key domain, Zipf z of R's keys,
+# tuples per micro-batch, spill). Each varies one thing against the others, so that the terms
+# the fit separates are not collinear: few vs many outputs per probe (domain, skew), grid
+# replication vs one joiner per key (probes and stored per received tuple), small vs large
+# micro-batches (fixed vs per-tuple costs), 4 vs 16 joiners (per-worker cost), migrations
+# (dynamic) and spills (a tight budget, really written to disk).
+CALIBRATION_RUNS: tuple[tuple, ...] = (
+    ("shj", 4, 60_000, 180_000, 1_000_000, 0.0, 20_000, None),
+    ("static_mid", 4, 60_000, 180_000, 1_000_000, 0.0, 20_000, None),
+    ("static_mid", 16, 60_000, 180_000, 1_000_000, 0.0, 40_000, None),
+    ("shj", 4, 60_000, 180_000, 20_000, 0.0, 20_000, None),
+    ("static_mid", 4, 30_000, 90_000, 3_000, 0.0, 8_000, None),
+    ("static_mid", 4, 60_000, 180_000, 10_000, 1.0, 30_000, None),
+    ("shj", 16, 200_000, 200_000, 1_000_000, 0.0, 50_000, None),
+    ("dynamic", 4, 60_000, 180_000, 30_000, 1.0, 20_000, None),
+    ("dynamic", 16, 40_000, 200_000, 100_000, 0.0, 30_000, None),
+    ("static_mid", 4, 60_000, 180_000, 50_000, 0.0, 20_000, "spill"),
+)
+
+
+def _keys(rng: np.random.Generator, n: int, domain: int, z: float) -> np.ndarray:
+    if z == 0:
+        return rng.integers(0, domain, n)
+    p = 1.0 / np.arange(1, domain + 1) ** z
+    return rng.choice(domain, size=n, p=p / p.sum())
+
+
+def calibrate(spark, *, runs: tuple[tuple, ...] = CALIBRATION_RUNS, repeats: int = 3,
               seed: int = 0, out: str | Path | None = None) -> dict:
     """Measure the cost constants on this machine (run by ``make calibrate``).
 
-    Runs the engine on synthetic equi-join streams (uniform and Zipf-skewed keys, so outputs
-    and probes vary independently of received tuples), with migrations (dynamic with a small
-    warm-up) and a tight memory budget in one run (so spill terms have data), then fits
-    :func:`fit` on every (micro-batch, worker) row. Returns the constants (and writes them as
-    JSON to ``out`` when given), with ``calibration_id`` = time stamp and fit quality.
+    Runs the engine on the synthetic equi-join streams of :data:`CALIBRATION_RUNS`, each
+    ``repeats`` times (the counts are deterministic, the times are not: a (micro-batch,
+    worker) row's time is the median over the repeats), then fits :func:`fit` on every row.
+    Returns the constants (and writes them as JSON to ``out`` when given), with
+    ``calibration_id`` = time stamp and fit quality: ``r2`` over the rows, ``r2_runs`` over
+    the runs' total worker seconds.
     """
     from joins.online import run_stream
 
     rng = np.random.default_rng(seed)
     frames, walls = [], []
-    runs = []
-    for n in sizes:
-        for skew in (0.0, 1.0):
-            dom = max(10, n // 20)
-            if skew:
-                p = 1.0 / np.arange(1, dom + 1) ** skew
-                kr = rng.choice(dom, size=n // 4, p=p / p.sum())
-            else:
-                kr = rng.integers(0, dom, n // 4)
-            ks = rng.integers(0, dom, n - n // 4)
-            runs.append((pd.DataFrame({"key": kr}), pd.DataFrame({"key": ks})))
-    for i, (r, s) in enumerate(runs):
-        budget = (len(r) + len(s)) // (joiners * 2) if i == len(runs) - 1 else None
-        res = run_stream(spark, r, s, operator="dynamic", joiners=joiners, seed=seed + i,
-                         batch_size=max(2_000, (len(r) + len(s)) // 6), progress=False,
-                         memory_budget_tuples=budget, spill="disk", warmup=len(r) // 10)
-        m = res.metrics.assign(batch=res.metrics["batch"] + 10_000 * i)
+    for i, (operator, joiners, n_r, n_s, domain, z, batch, spill) in enumerate(runs):
+        r = pd.DataFrame({"key": _keys(rng, n_r, domain, z)})
+        s = pd.DataFrame({"key": _keys(rng, n_s, domain, 0.0)})
+        options = dict(operator=operator, joiners=joiners, seed=seed + i, batch_size=batch,
+                       progress=False)
+        if operator == "dynamic":
+            options["warmup"] = n_r // 10
+        if spill:
+            options.update(memory_budget_tuples=(n_r + n_s) // (joiners * 2), spill="disk")
+        measured = [run_stream(spark, r, s, **options).metrics for _ in range(repeats)]
+        keys = ["batch", "worker"]
+        m = measured[0].sort_values(keys).reset_index(drop=True)
+        for other in measured[1:]:
+            other = other.sort_values(keys).reset_index(drop=True)
+            if not other[["received", "outputs", "migrated"]].equals(
+                    m[["received", "outputs", "migrated"]]):
+                raise RuntimeError("calibration run's counts differ between repeats")
+        m["seconds"] = np.median([o.sort_values(keys)["seconds"].to_numpy() for o in measured],
+                                 axis=0)
+        wall = np.median([o.groupby("batch")["batch_wall_seconds"].first().to_numpy()
+                          for o in measured], axis=0)
+        m = m.assign(batch=m["batch"] + 10_000 * i)
         frames.append(m)
-        walls.append(m.groupby("batch")["batch_wall_seconds"].first())
+        walls.append(pd.Series(wall, index=sorted(m["batch"].unique())))
     metrics = pd.concat(frames, ignore_index=True)
     consts = fit(metrics, pd.concat(walls))
     consts["calibration_id"] = "calibrated-" + time.strftime("%Y%m%dT%H%M%S")
     model = replace(CostModel(), **{k: float(v) if k != "calibration_id" else v
                                    for k, v in consts.items() if k in CostModel.__dataclass_fields__})
-    result = {**model.to_dict(), "r2": consts["r2"], "rows": len(metrics)}
+    # single rows are a few ms of numpy and noisy; what modeled time sums is a run's total
+    run = metrics["batch"] // 10_000
+    measured = metrics.groupby(run)["seconds"].sum()
+    predicted = model.worker_cost(metrics).groupby(run).sum()
+    r2_runs = 1 - float(((measured - predicted) ** 2).sum()) / float(
+        ((measured - measured.mean()) ** 2).sum() or 1.0)
+    result = {**model.to_dict(), "r2": consts["r2"], "r2_runs": r2_runs, "rows": len(metrics)}
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(result, indent=2))

@@ -109,3 +109,10 @@ def test_uncounted_jobs_are_left_out(spark):
     counted = cap.result.tasks
     assert counted.input_records.sum() == 1000  # only the second job's scan
     assert spark.sparkContext.getLocalProperty("spark.job.description") is None
+
+
+def test_calibrate_rejects_unknown_parts(capsys):
+    from experiments.calibrate import main
+
+    assert main(["parts=everything"]) == 2  # before any Spark session starts
+    assert "parts must be all, batch or online" in capsys.readouterr().err
