@@ -37,6 +37,7 @@ def main(argv: list[str]) -> int:
     calibration = load_calibration()
     spark_cfg = {"master": opts.get("master", "local[2]"), "driver_memory": "8g"}
     measured: dict[str, dict[str, dict]] = {}
+    nan = float("nan")
     for alpha in (0.0, 1.0):
         for series in SERIES:
             pc = PointContext(figure=figure, series=series, x=alpha, scale=scale, seed=0,
@@ -44,7 +45,6 @@ def main(argv: list[str]) -> int:
             out = run_point(pc)
             m = {k: v for k, (v, _) in out.metrics.items()}
             measured.setdefault(str(alpha), {})[series] = {"status": out.status, **m}
-            nan = float("nan")
             print(f"α={alpha} {series:<17} {out.status:<7} modeled {m.get('modeled_time', 0):8.2f}s"
                   f"  wall {m.get('local_wall_time', 0):7.1f}s  imbalance "
                   f"{m.get('task_imbalance', nan):6.2f} (tasks; largest of "

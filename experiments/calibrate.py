@@ -23,7 +23,13 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
-from experiments.cost_model import CALIBRATION_DIR, BatchCosts, calibration_id, load_calibration
+from experiments.cost_model import (
+    CALIBRATION_DIR,
+    BatchCosts,
+    calibration_id,
+    load_calibration,
+    r_squared,
+)
 from experiments.spark_metrics import TaskMetricsCapture
 from experiments.spark_session import get_spark
 from joins.api import consume_output
@@ -62,8 +68,7 @@ def measure_batch(spark, repeats: int = 2) -> tuple[BatchCosts, dict]:
     ])
     target = tasks["run_ms"].to_numpy(float) / 1000.0
     coef, _ = nnls(design, target)
-    fitted = design @ coef
-    r2 = 1 - np.sum((target - fitted) ** 2) / np.sum((target - target.mean()) ** 2)
+    r2 = r_squared(target, design @ coef)
     costs = BatchCosts(per_task=float(coef[0]), per_record_in=float(coef[1]),
                        per_row_produced=float(coef[2]), per_shuffle_byte=float(coef[3]))
     return costs, {"tasks": len(tasks), "r2": float(r2)}

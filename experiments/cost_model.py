@@ -23,6 +23,13 @@ from experiments.paths import ROOT
 CALIBRATION_DIR = ROOT / "calibration"
 
 
+def r_squared(measured, predicted) -> float:
+    """Coefficient of determination of a fit (1.0 when the measured values do not vary)."""
+    y, f = np.asarray(measured, float), np.asarray(predicted, float)
+    ss = float(((y - y.mean()) ** 2).sum())
+    return 1.0 - float(((y - f) ** 2).sum()) / ss if ss > 0 else 1.0
+
+
 @dataclass(frozen=True)
 class BatchCosts:
     """Seconds per unit of each exact count of a task."""

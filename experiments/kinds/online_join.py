@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from experiments.cost_model import r_squared
 from experiments.figure_spec import scaled_rule
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
@@ -205,9 +206,7 @@ def linear_fit(series_rows: list[dict], metric: str) -> tuple[float, float]:
     if len(set(x)) < 2:
         return float("nan"), float("nan")
     coef = np.polyfit(x, y, 1)
-    ss = float(((y - y.mean()) ** 2).sum())
-    r2 = 1.0 - float(((y - np.polyval(coef, x)) ** 2).sum()) / ss if ss > 0 else 1.0
-    return float(coef[0]), r2
+    return float(coef[0]), r_squared(y, np.polyval(coef, x))
 
 
 def growth_slope(series_rows: list[dict], metric: str = "max_ilf_mb_t") -> float:

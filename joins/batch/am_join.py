@@ -157,16 +157,16 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             parts = C.sized_partitions(ctx, n_large + n_small + n_large * min(n_small, hp.threshold),
                                          total)
             extra[f"partitions_{tag}"] = parts
+            sized = parts if parts < ctx.partitions else None
             if use_broadcast(ctx, n_large, m_large, n_small, m_small):
-                if parts < ctx.partitions:
-                    large = large.coalesce(parts)  # no shuffle: merges the large side's splits
+                if sized:
+                    large = large.coalesce(sized)  # no shuffle: merges the large side's splits
                 out, ib = index_broadcast_join(ctx, large, small, on, large_is_left,
                                                keep_large=keep, keep_small=False)
                 extra["broadcast_bytes"] += ib.broadcast_bytes
                 extra[f"{tag}_broadcast"] = 1.0
             else:
                 sub_how = "left" if keep else "inner"
-                sized = parts if parts < ctx.partitions else None
                 if large_is_left:
                     out = _shuffle_join(large, small, on, sub_how, sized)
                 else:

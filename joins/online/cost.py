@@ -14,11 +14,10 @@ import json
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-
-TERMS = ("received", "probes", "outputs", "migrated", "spilled", "disk_probes")
 
 
 @dataclass(frozen=True)
@@ -63,6 +62,8 @@ def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None) -> dict:
     batch wall times are given."""
     from scipy.optimize import nnls
 
+    from experiments.cost_model import r_squared
+
     cols = ["received", "probes", "outputs", "migrated_all", "spilled", "disk_probes", "stored"]
     m = metrics.assign(migrated_all=metrics["migrated"] + metrics["sent"],
                        stored=metrics["r_stored"] + metrics["s_stored"])
@@ -73,32 +74,39 @@ def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None) -> dict:
     out = dict(per_worker=coef[0], per_received=coef[1], per_probe=coef[2], per_output=coef[3],
                per_migrated=coef[4], per_spilled=coef[5], per_disk_probe=coef[6],
                per_stored=coef[7])
-    pred = a @ coef
-    ss = float(((m["seconds"] - m["seconds"].mean()) ** 2).sum()) or 1.0
-    out["r2"] = 1 - float(((m["seconds"] - pred) ** 2).sum()) / ss
+    out["r2"] = r_squared(m["seconds"], a @ coef)
     if batch_wall is not None:
         work = m.groupby("batch")["seconds"].sum() / 2.0
         out["fixed_per_batch"] = float(max(0.0, (batch_wall - work).median()))
     return out
 
 
-# The calibration runs: (operator, joiners, R tuples, S tuples, key domain, Zipf z of R's keys,
-# tuples per micro-batch, spill). Each varies one thing against the others, so that the terms
-# the fit separates are not collinear: few vs many outputs per probe (domain, skew), grid
-# replication vs one joiner per key (probes and stored per received tuple), small vs large
-# micro-batches (fixed vs per-tuple costs), 4 vs 16 joiners (per-worker cost), migrations
-# (dynamic) and spills (a tight budget, really written to disk).
-CALIBRATION_RUNS: tuple[tuple, ...] = (
-    ("shj", 4, 60_000, 180_000, 1_000_000, 0.0, 20_000, None),
-    ("static_mid", 4, 60_000, 180_000, 1_000_000, 0.0, 20_000, None),
-    ("static_mid", 16, 60_000, 180_000, 1_000_000, 0.0, 40_000, None),
-    ("shj", 4, 60_000, 180_000, 20_000, 0.0, 20_000, None),
-    ("static_mid", 4, 30_000, 90_000, 3_000, 0.0, 8_000, None),
-    ("static_mid", 4, 60_000, 180_000, 10_000, 1.0, 30_000, None),
-    ("shj", 16, 200_000, 200_000, 1_000_000, 0.0, 50_000, None),
-    ("dynamic", 4, 60_000, 180_000, 30_000, 1.0, 20_000, None),
-    ("dynamic", 16, 40_000, 200_000, 100_000, 0.0, 30_000, None),
-    ("static_mid", 4, 60_000, 180_000, 50_000, 0.0, 20_000, "spill"),
+class CalibrationRun(NamedTuple):
+    operator: str
+    joiners: int
+    r_tuples: int
+    s_tuples: int
+    domain: int  # distinct keys
+    r_zipf: float  # Zipf z of R's keys (S's are uniform)
+    batch_size: int  # tuples per micro-batch
+    spill: bool = False  # a tight memory budget, overflow really written to disk
+
+
+# Each run varies one thing against the others, so that the terms the fit separates are not
+# collinear: few vs many outputs per probe (domain, skew), grid replication vs one joiner per
+# key (probes and stored per received tuple), small vs large micro-batches, 4 vs 16 joiners
+# (per-worker cost), migrations (dynamic) and spills.
+CALIBRATION_RUNS: tuple[CalibrationRun, ...] = (
+    CalibrationRun("shj", 4, 60_000, 180_000, 1_000_000, 0.0, 20_000),
+    CalibrationRun("static_mid", 4, 60_000, 180_000, 1_000_000, 0.0, 20_000),
+    CalibrationRun("static_mid", 16, 60_000, 180_000, 1_000_000, 0.0, 40_000),
+    CalibrationRun("shj", 4, 60_000, 180_000, 20_000, 0.0, 20_000),
+    CalibrationRun("static_mid", 4, 30_000, 90_000, 3_000, 0.0, 8_000),
+    CalibrationRun("static_mid", 4, 60_000, 180_000, 10_000, 1.0, 30_000),
+    CalibrationRun("shj", 16, 200_000, 200_000, 1_000_000, 0.0, 50_000),
+    CalibrationRun("dynamic", 4, 60_000, 180_000, 30_000, 1.0, 20_000),
+    CalibrationRun("dynamic", 16, 40_000, 200_000, 100_000, 0.0, 30_000),
+    CalibrationRun("static_mid", 4, 60_000, 180_000, 50_000, 0.0, 20_000, spill=True),
 )
 
 
@@ -109,7 +117,7 @@ def _keys(rng: np.random.Generator, n: int, domain: int, z: float) -> np.ndarray
     return rng.choice(domain, size=n, p=p / p.sum())
 
 
-def calibrate(spark, *, runs: tuple[tuple, ...] = CALIBRATION_RUNS, repeats: int = 3,
+def calibrate(spark, *, runs: tuple[CalibrationRun, ...] = CALIBRATION_RUNS, repeats: int = 3,
               seed: int = 0, out: str | Path | None = None) -> dict:
     """Measure the cost constants on this machine (run by ``make calibrate``).
 
@@ -118,47 +126,44 @@ def calibrate(spark, *, runs: tuple[tuple, ...] = CALIBRATION_RUNS, repeats: int
     worker) row's time is the median over the repeats), then fits :func:`fit` on every row.
     Returns the constants (and writes them as JSON to ``out`` when given), with
     ``calibration_id`` = time stamp and fit quality: ``r2`` over the rows, ``r2_runs`` over
-    the runs' total worker seconds.
+    the runs' total worker seconds (what a modeled time sums; single rows are a few ms of
+    numpy and noisy).
     """
+    from experiments.cost_model import r_squared
     from joins.online import run_stream
 
     rng = np.random.default_rng(seed)
     frames, walls = [], []
-    for i, (operator, joiners, n_r, n_s, domain, z, batch, spill) in enumerate(runs):
-        r = pd.DataFrame({"key": _keys(rng, n_r, domain, z)})
-        s = pd.DataFrame({"key": _keys(rng, n_s, domain, 0.0)})
-        options = dict(operator=operator, joiners=joiners, seed=seed + i, batch_size=batch,
-                       progress=False)
-        if operator == "dynamic":
-            options["warmup"] = n_r // 10
-        if spill:
-            options.update(memory_budget_tuples=(n_r + n_s) // (joiners * 2), spill="disk")
-        measured = [run_stream(spark, r, s, **options).metrics for _ in range(repeats)]
-        keys = ["batch", "worker"]
-        m = measured[0].sort_values(keys).reset_index(drop=True)
-        for other in measured[1:]:
-            other = other.sort_values(keys).reset_index(drop=True)
-            if not other[["received", "outputs", "migrated"]].equals(
-                    m[["received", "outputs", "migrated"]]):
-                raise RuntimeError("calibration run's counts differ between repeats")
-        m["seconds"] = np.median([o.sort_values(keys)["seconds"].to_numpy() for o in measured],
-                                 axis=0)
-        wall = np.median([o.groupby("batch")["batch_wall_seconds"].first().to_numpy()
-                          for o in measured], axis=0)
-        m = m.assign(batch=m["batch"] + 10_000 * i)
+    for i, run in enumerate(runs):
+        r = pd.DataFrame({"key": _keys(rng, run.r_tuples, run.domain, run.r_zipf)})
+        s = pd.DataFrame({"key": _keys(rng, run.s_tuples, run.domain, 0.0)})
+        options = dict(operator=run.operator, joiners=run.joiners, seed=seed + i,
+                       batch_size=run.batch_size, progress=False)
+        if run.operator == "dynamic":
+            options["warmup"] = run.r_tuples // 10
+        if run.spill:
+            options.update(memory_budget_tuples=(run.r_tuples + run.s_tuples) // (run.joiners * 2),
+                           spill="disk")
+        measured = [run_stream(spark, r, s, **options).metrics
+                    .sort_values(["batch", "worker"]).reset_index(drop=True)
+                    for _ in range(repeats)]
+        m = measured[0]
+        counts = ["received", "outputs", "migrated"]
+        if any(not o[counts].equals(m[counts]) for o in measured[1:]):
+            raise RuntimeError("calibration run's counts differ between repeats")
+        m = m.assign(seconds=np.median([o["seconds"].to_numpy() for o in measured], axis=0),
+                     run=i, batch=m["batch"] + 10_000 * i)  # batch ids unique across runs
+        wall = pd.concat([o.groupby("batch")["batch_wall_seconds"].first() for o in measured],
+                         axis=1).median(axis=1)
         frames.append(m)
-        walls.append(pd.Series(wall, index=sorted(m["batch"].unique())))
+        walls.append(wall.set_axis(wall.index + 10_000 * i))
     metrics = pd.concat(frames, ignore_index=True)
     consts = fit(metrics, pd.concat(walls))
     consts["calibration_id"] = "calibrated-" + time.strftime("%Y%m%dT%H%M%S")
     model = replace(CostModel(), **{k: float(v) if k != "calibration_id" else v
                                    for k, v in consts.items() if k in CostModel.__dataclass_fields__})
-    # single rows are a few ms of numpy and noisy; what modeled time sums is a run's total
-    run = metrics["batch"] // 10_000
-    measured = metrics.groupby(run)["seconds"].sum()
-    predicted = model.worker_cost(metrics).groupby(run).sum()
-    r2_runs = 1 - float(((measured - predicted) ** 2).sum()) / float(
-        ((measured - measured.mean()) ** 2).sum() or 1.0)
+    per_run = metrics.assign(predicted=model.worker_cost(metrics)).groupby("run")
+    r2_runs = r_squared(per_run["seconds"].sum(), per_run["predicted"].sum())
     result = {**model.to_dict(), "r2": consts["r2"], "r2_runs": r2_runs, "rows": len(metrics)}
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -116,3 +116,11 @@ def test_calibrate_rejects_unknown_parts(capsys):
 
     assert main(["parts=everything"]) == 2  # before any Spark session starts
     assert "parts must be all, batch or online" in capsys.readouterr().err
+
+
+def test_r_squared():
+    from experiments.cost_model import r_squared
+
+    assert r_squared([1, 2, 3], [1, 2, 3]) == 1.0
+    assert r_squared([1, 2, 3], [2, 2, 2]) == 0.0  # no better than the mean
+    assert r_squared([5, 5], [4, 6]) == 1.0  # nothing to explain
