@@ -20,7 +20,9 @@ memory budget is shuffled instead (AM-Join never fails for memory in the paper);
 broadcast whose index does not fit fails the run.
 
 A same-attribute self-join has identical hot keys on both sides, so HC and CH are empty and
-AM-Join is Tree-Join (paper); ``spec.self_join`` runs the self-join Tree-Join.
+AM-Join is Tree-Join (paper); ``spec.self_join`` runs the self-join Tree-Join. Every key of
+R_HH and S_HH is in κ_RS, so their Tree-Join builds no cold index (``only_shared_hot``): it would be
+empty, yet cost a shuffle and a stage over every partition.
 
 With no hot key in either relation every record is CC, so the split is skipped and AM-Join is
 the CC Shuffle-Join alone (the HH/HC/CH sizes are then not reported).
@@ -29,7 +31,7 @@ the CC Shuffle-Join alone (the HH/HC/CH sizes are then not reported).
 as their work needs (records in plus pairs out, at the input's records per partition; HH's pairs
 are exact from κ, HC/CH's bounded by τ per large record) instead of all of them: at reduced scale
 a sub-join of a few thousand records over every partition costs more in task launches than in
-work. The CC Shuffle-Join keeps all partitions.
+work. The CC Shuffle-Join keeps all partitions: its pairs are not known in advance.
 
 The split relations are persisted (``ctx.params["persist_split"]``, default true): the paper's
 split writes each record once to one of four sub-relations, whereas re-filtering an unpersisted
@@ -127,15 +129,23 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             extra[f"rows_{name}_left"], extra[f"rows_{name}_right"] = rn[name], sn[name]
         m_r, m_s = C.row_bytes(ctx, left), C.row_bytes(ctx, right)
         total = sum(rn.values()) + sum(sn.values())
+        hh_pairs = sum(a * b for a, b in shared_hot_keys(kr, ks).values())
+        # records in plus pairs out per sub-join: HH's pairs exact from κ; an HC/CH key is cold
+        # on the small side, so fewer than τ matches per large record
+        work = {"hh": rn["hh"] + sn["hh"] + hh_pairs if rn["hh"] and sn["hh"] else 0,
+                "hc": rn["hc"] + sn["ch"] + rn["hc"] * min(sn["ch"], hp.threshold),
+                "ch": sn["hc"] + rn["ch"] + sn["hc"] * min(rn["ch"], hp.threshold)}
+        # records per task by which sub-joins are sized (0: each on all partitions)
+        per_task = total / ctx.partitions if C.subjoin_partitions_mode(ctx) == "sized" else 0.0
         frames = []
 
         # R_HH ⋈ S_HH: Tree-Join (inner in every variant: an HH key is on both sides)
         tree_extra = {"iterations": 0.0, "replicated_records": 0.0, "max_group_records": 0.0,
                       "index_entries": 0.0}
-        if rn["hh"] and sn["hh"]:
-            hh_pairs = sum(a * b for a, b in shared_hot_keys(kr, ks).values())
+        if work["hh"]:
             opts = replace(TreeOptions.of(ctx, "inner", self_join=False),
-                           partitions=C.sized_partitions(ctx, rn["hh"] + sn["hh"] + hh_pairs, total))
+                           partitions=C.sized_partitions(ctx, work["hh"], per_task),
+                           only_shared_hot=True)
             extra["partitions_hh"] = opts.partitions
             hh, tstats = tree_join_pairs(ctx, rs["hh"], ss["hh"], on, opts, basic, kr, ks)
             frames.append(hh)
@@ -153,9 +163,7 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             extra[f"{tag}_broadcast"] = 0.0
             if n_large == 0:
                 continue  # nothing to join and nothing to preserve (the small side never dangles)
-            # a key here is cold on the small side: fewer than τ matches per large record
-            parts = C.sized_partitions(ctx, n_large + n_small + n_large * min(n_small, hp.threshold),
-                                         total)
+            parts = C.sized_partitions(ctx, work[tag], per_task)
             extra[f"partitions_{tag}"] = parts
             sized = parts if parts < ctx.partitions else None
             if use_broadcast(ctx, n_large, m_large, n_small, m_small):

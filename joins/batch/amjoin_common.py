@@ -182,18 +182,20 @@ def log_base(x: float, base: float) -> float:
     return math.log(x) / math.log(base) if base > 1 and x > 0 else 0.0
 
 
-def sized_partitions(ctx: BatchContext, work_records: float, total_records: float) -> int:
-    """Partitions for a sub-join of ``work_records`` (records in plus pairs out): as many as keep
-    a task at the input's records per partition, at most ``ctx.partitions``, at least one.
+SUBJOIN_PARTITIONS = ("all", "sized")
 
-    ``ctx.params["subjoin_partitions"]``: ``"all"`` (default) gives every sub-join
-    ``ctx.partitions``; ``"sized"`` applies this rule. At reduced scale a sub-join of a few
-    thousand records spread over all partitions costs more in task launches than in work.
-    """
+
+def subjoin_partitions_mode(ctx: BatchContext) -> str:
     mode = str(ctx.params.get("subjoin_partitions", "all"))
-    if mode not in ("all", "sized"):
-        raise ValueError(f"subjoin_partitions must be 'all' or 'sized', got {mode!r}")
-    if mode == "all" or total_records <= 0:
+    if mode not in SUBJOIN_PARTITIONS:
+        raise ValueError(f"subjoin_partitions must be one of {', '.join(SUBJOIN_PARTITIONS)}, "
+                         f"got {mode!r}")
+    return mode
+
+
+def sized_partitions(ctx: BatchContext, work_records: float, per_task: float) -> int:
+    """Partitions for a sub-join of ``work_records`` (records in plus pairs out) at ``per_task``
+    work per task, at most ``ctx.partitions``, at least one; all of them if ``per_task`` <= 0."""
+    if per_task <= 0:
         return ctx.partitions
-    per_task = total_records / ctx.partitions
     return int(min(ctx.partitions, max(1, math.ceil(work_records / per_task))))

@@ -78,6 +78,8 @@ class TreeOptions:
     diagonal: bool = True
     canonical_order: bool = True
     sublist_ids: str = "position"
+    # every key of the inputs is in κ_RS (AM-Join's HH sub-relations): no cold index to build
+    only_shared_hot: bool = False
 
     @staticmethod
     def of(ctx: BatchContext, how: str, self_join: bool) -> TreeOptions:
@@ -236,6 +238,12 @@ def _held() -> Column:
     return F.when(F.col(_SELF), F.size(_L1)).otherwise(F.size(_L1) + F.size(_L2))
 
 
+def _pairs() -> Column:
+    """Record pairs an entry yields (a self entry: its upper triangle with the diagonal)."""
+    n1 = F.size(_L1).cast("long")
+    return F.when(F.col(_SELF), n1 * (n1 + 1) / 2).otherwise(n1 * F.size(_L2))
+
+
 def _is_hot(opts: TreeOptions) -> Column:
     return is_hot_col(_len1(), _len2(), opts.threshold)
 
@@ -376,7 +384,8 @@ def initial_index_parts(ctx: BatchContext, left: DataFrame, right: DataFrame, on
         return [build_self_index(lc, on, opts), unraveled_self_index(lh, on, left, opts)]
     rh, rc = _split_by_hot(right, on, hot.withColumn("_hk", F.col("_hk").cast(right.schema[on].dataType)))
     stats.replicated_records = sum(a * s + b * r for (a, b), r, s in zip(krs.values(), dl, dr, strict=True))
-    return [build_joined_index(lc, rc, on, opts), unraveled_index(lh, rh, on, left, right, opts)]
+    hot_index = unraveled_index(lh, rh, on, left, right, opts)
+    return [hot_index] if opts.only_shared_hot else [build_joined_index(lc, rc, on, opts), hot_index]
 
 
 def partition_loads(parts: list[DataFrame], partitions: int) -> list[int]:
@@ -387,9 +396,7 @@ def partition_loads(parts: list[DataFrame], partitions: int) -> list[int]:
     """
     loads = [0] * partitions
     for part in parts:
-        pairs = F.when(F.col(_SELF), (F.size(_L1) * (F.size(_L1) + 1)) / 2).otherwise(
-            F.size(_L1) * F.size(_L2))
-        rows = (part.select(F.spark_partition_id().alias("_p"), pairs.cast("long").alias("_n"))
+        rows = (part.select(F.spark_partition_id().alias("_p"), _pairs().cast("long").alias("_n"))
                 .groupBy("_p").agg(F.sum("_n")).collect())
         for p, n in rows:
             loads[p % partitions] += int(n)

@@ -64,13 +64,14 @@ def test_sized_subjoins_keep_the_rows(spark, how, rule):
 
 
 def test_sized_partitions_rule():
-    ctx = BatchContext(spark=None, partitions=192, params={"subjoin_partitions": "sized"})
-    assert amjoin_common.sized_partitions(ctx, 10, 1_920_000) == 1
-    assert amjoin_common.sized_partitions(ctx, 25_000, 1_920_000) == 3
-    assert amjoin_common.sized_partitions(ctx, 10**9, 1_920_000) == 192
-    assert amjoin_common.sized_partitions(BatchContext(spark=None, partitions=192), 10, 10**6) == 192
+    ctx = BatchContext(spark=None, partitions=192)
+    # at 10_000 records per task (1.92M records over 192 partitions)
+    assert amjoin_common.sized_partitions(ctx, 10, 10_000) == 1
+    assert amjoin_common.sized_partitions(ctx, 25_000, 10_000) == 3
+    assert amjoin_common.sized_partitions(ctx, 10**9, 10_000) == 192
+    assert amjoin_common.sized_partitions(ctx, 10, 0.0) == 192  # "all"
     with pytest.raises(ValueError, match="subjoin_partitions"):
-        amjoin_common.sized_partitions(BatchContext(None, params={"subjoin_partitions": "x"}), 1, 1)
+        amjoin_common.subjoin_partitions_mode(BatchContext(None, params={"subjoin_partitions": "x"}))
 
 
 @pytest.mark.parametrize("how", ["left", "full"])

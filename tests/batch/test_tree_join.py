@@ -4,6 +4,7 @@ the Basic failure rule and determinism under recomputation."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -104,6 +105,20 @@ def test_fig3_first_iteration_balance(spark):
         assert sum(loads) == 35
         maxima.append(max(loads))
     assert max(maxima) < 20 and sum(maxima) / len(maxima) <= 14
+
+
+def test_only_shared_hot_skips_the_cold_index(spark):
+    # AM-Join's HH sub-relations: every key (here key 1, 12 x 9 records) is hot in both
+    ctx = BatchContext(spark, executors=2, partitions=4, params={"hot_threshold": 3})
+    left, right = frame(spark, LEFT[LEFT.key == 1]), frame(spark, RIGHT[RIGHT.key == 1])
+    kr, ks = {1: 12}, {1: 9}
+    full = TreeOptions.of(ctx, "inner", self_join=False)
+    lean = replace(full, only_shared_hot=True)
+    with_cold = initial_index_parts(ctx, left, right, "key", full, False, TreeStats(), kr, ks)
+    hot_only = initial_index_parts(ctx, left, right, "key", lean, False, TreeStats(), kr, ks)
+    assert len(with_cold) == 2 and len(hot_only) == 1
+    assert with_cold[0].count() == 0  # the cold index it skips is empty
+    assert sum(partition_loads(hot_only, 4)) == 12 * 9
 
 
 def self_join_expected(rel: pd.DataFrame, diagonal: bool = True) -> Counter:
