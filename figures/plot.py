@@ -41,7 +41,8 @@ def plot_figure(figure_id: str, scale: str = "small", results_root: str | None =
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-    print(f"{figure_id}: wrote {out.with_suffix('.png').relative_to(ROOT)} (+ .pdf)")
+    png = out.with_suffix(".png")
+    print(f"{figure_id}: wrote {png.relative_to(ROOT) if png.is_relative_to(ROOT) else png} (+ .pdf)")
     return out.with_suffix(".png")
 
 

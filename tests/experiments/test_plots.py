@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 import pytest
 
@@ -23,3 +25,19 @@ def test_lines_draw_each_status(status, tmp_path):
     chart = load("lines")(figure, results)
     chart.savefig(tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 0
+
+
+def test_redraw_is_byte_identical(tmp_path, monkeypatch):
+    # a chart regenerated from the same results must not show up as a change in git
+    from experiments.paths import ROOT
+    from figures import plot
+
+    monkeypatch.setattr(plot, "output_base", lambda figure_id, scale: tmp_path / "fig9")
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    drawn = []
+    for i in range(2):
+        time.sleep(1.1 * i)  # a PDF creation date (to the second) would now differ
+        png = plot.plot_figure("amjoin/fig9", "small", results_root=str(ROOT / "results"))
+        assert png is not None
+        drawn.append((png.read_bytes(), png.with_suffix(".pdf").read_bytes()))
+    assert drawn[0] == drawn[1] and len(drawn[0][1]) > 1000
