@@ -56,10 +56,10 @@ class CostModel:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
-def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None) -> dict:
+def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None, cores: int = 1) -> dict:
     """NNLS fit of per-worker measured seconds on [1, counts...]; the fixed per-batch cost is
-    the median of (wall time of a micro-batch - summed measured worker time / cores) when
-    batch wall times are given."""
+    the median of (wall time of a micro-batch - summed measured worker time / ``cores``) when
+    batch wall times are given (indexed by the rows' ``run`` and ``batch``)."""
     from scipy.optimize import nnls
 
     from experiments.cost_model import r_squared
@@ -76,7 +76,7 @@ def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None) -> dict:
                per_stored=coef[7])
     out["r2"] = r_squared(m["seconds"], a @ coef)
     if batch_wall is not None:
-        work = m.groupby("batch")["seconds"].sum() / 2.0
+        work = m.groupby(["run", "batch"])["seconds"].sum() / max(cores, 1)
         out["fixed_per_batch"] = float(max(0.0, (batch_wall - work).median()))
     return out
 
@@ -152,13 +152,14 @@ def calibrate(spark, *, runs: tuple[CalibrationRun, ...] = CALIBRATION_RUNS, rep
         if any(not o[counts].equals(m[counts]) for o in measured[1:]):
             raise RuntimeError("calibration run's counts differ between repeats")
         m = m.assign(seconds=np.median([o["seconds"].to_numpy() for o in measured], axis=0),
-                     run=i, batch=m["batch"] + 10_000 * i)  # batch ids unique across runs
+                     run=i)
         wall = pd.concat([o.groupby("batch")["batch_wall_seconds"].first() for o in measured],
                          axis=1).median(axis=1)
         frames.append(m)
-        walls.append(wall.set_axis(wall.index + 10_000 * i))
+        walls.append(pd.concat({i: wall}, names=["run", "batch"]))
     metrics = pd.concat(frames, ignore_index=True)
-    consts = fit(metrics, pd.concat(walls))
+    # the workers of a micro-batch share the machine's cores
+    consts = fit(metrics, pd.concat(walls), cores=spark.sparkContext.defaultParallelism)
     consts["calibration_id"] = "calibrated-" + time.strftime("%Y%m%dT%H%M%S")
     model = replace(CostModel(), **{k: float(v) if k != "calibration_id" else v
                                    for k, v in consts.items() if k in CostModel.__dataclass_fields__})

@@ -28,6 +28,20 @@ def test_fit_recovers_known_constants():
     assert all(v >= 0 for k, v in got.items() if k.startswith("per_"))
 
 
+def test_fixed_per_batch_is_wall_time_beyond_the_workers_share_of_cores():
+    m = pd.DataFrame({"run": [0, 0, 0, 0, 1, 1], "batch": [0, 0, 1, 1, 0, 0],
+                      "seconds": [0.2, 0.4, 0.1, 0.1, 0.3, 0.3]})
+    for c in ("received", "probes", "outputs", "migrated", "sent", "spilled", "disk_probes",
+              "r_stored", "s_stored"):
+        m[c] = 0
+    wall = pd.Series([0.5, 0.3, 0.8],
+                     index=pd.MultiIndex.from_tuples([(0, 0), (0, 1), (1, 0)], names=["run", "batch"]))
+    # on 2 cores the workers take 0.3, 0.1 and 0.3 s of wall: 0.2, 0.2 and 0.5 s remain
+    assert fit(m, wall, cores=2)["fixed_per_batch"] == pytest.approx(0.2)
+    # on 1 core: 0.6, 0.2, 0.6 s of work, leaving -0.1, 0.1, 0.2: median 0.1
+    assert fit(m, wall, cores=1)["fixed_per_batch"] == pytest.approx(0.1)
+
+
 def test_modeled_time_is_fixed_plus_slowest_worker_per_batch():
     rng = np.random.default_rng(1)
     r = pd.DataFrame({"key": rng.integers(0, 30, 400)})
@@ -52,3 +66,15 @@ def test_fluct_ilf_within_1_25_of_optimal_after_warmup(k):
                      k=k, warmup=120, progress=False, backend="local")
     assert res.summary["migrations"] >= 1
     assert res.summary["ilf_ratio_max"] <= 1.25 + 1e-9
+
+
+def test_calibrate_fits_on_tiny_runs(spark, tmp_path):
+    from joins.online.cost import CalibrationRun, calibrate
+
+    runs = (CalibrationRun("shj", 2, 300, 600, 50, 0.0, 300),
+            CalibrationRun("static_mid", 4, 300, 600, 50, 1.0, 450))
+    got = calibrate(spark, runs=runs, repeats=2, out=tmp_path / "c.json")
+    # 3 + 2 micro-batches of 2 and 4 workers
+    assert got["rows"] == 3 * 2 + 2 * 4
+    assert got["fixed_per_batch"] >= 0 and got["calibration_id"].startswith("calibrated-")
+    assert CostModel.load(tmp_path / "c.json").fixed_per_batch == got["fixed_per_batch"]
