@@ -254,20 +254,24 @@ def _sorted(c: str, opts: TreeOptions) -> Column:
 
 def cold_pairs(cold: DataFrame, opts: TreeOptions) -> DataFrame:
     """getAllValuePairs (Alg. 4) on cold entries, with outer padding; columns ``_l``, ``_r``."""
-    how = opts.how
-    two = cold.filter(~F.col(_SELF)) if opts.self_join else cold
-    el = F.explode_outer if how in ("right", "full") else F.explode
-    er = F.explode_outer if how in ("left", "full") else F.explode
-    pairs = two.select(el(_L1).alias("_l"), _L2).select("_l", er(_L2).alias("_r"))
-    if not opts.self_join:
-        return pairs
+    if opts.self_join:
+        return _self_cold_pairs(cold, opts)
+    el = F.explode_outer if opts.how in ("right", "full") else F.explode
+    er = F.explode_outer if opts.how in ("left", "full") else F.explode
+    return cold.select(el(_L1).alias("_l"), _L2).select("_l", er(_L2).alias("_r"))
+
+
+def _self_cold_pairs(cold: DataFrame, opts: TreeOptions) -> DataFrame:
+    """A self-join's pairs in one pass: a record of a two-list entry meets all of ``_L2``, a
+    record of a self entry the records after it in its sorted list (from itself on, with the
+    diagonal). One pass, not a union of the two kinds, which would double the output tasks."""
     off = 0 if opts.diagonal else 1
-    one = cold.filter(F.col(_SELF)).select(_sorted(_L1, opts).alias(_L1))
-    tri = one.select(F.posexplode(_L1).alias("_p", "_l"), _L1).select(
-        "_l",
-        F.explode(F.slice(_L1, (F.col("_p") + 1 + off).cast("int"),
-                          (F.size(_L1) - F.col("_p") - off).cast("int"))).alias("_r"))
-    return pairs.union(tri)
+    lists = cold.select(F.when(F.col(_SELF), _sorted(_L1, opts)).otherwise(F.col(_L1)).alias(_L1),
+                        _L2, _SELF)
+    rest = F.slice(_L1, (F.col("_p") + 1 + off).cast("int"),
+                   (F.size(_L1) - F.col("_p") - off).cast("int"))
+    return (lists.select(F.posexplode(_L1).alias("_p", "_l"), _L1, _L2, _SELF)
+            .select("_l", F.explode(F.when(F.col(_SELF), rest).otherwise(F.col(_L2))).alias("_r")))
 
 
 def _chunk_two(hot: DataFrame, opts: TreeOptions) -> DataFrame:

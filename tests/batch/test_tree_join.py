@@ -15,7 +15,13 @@ from datagen.amjoin_toy import FIG3_PARAMS, FIG3_R, FIG3_S
 from joins.api import BatchContext, BudgetExceeded, JoinSpec
 from joins.batch import amjoin_common
 from joins.batch.sql_conf import sql_conf
-from joins.batch.tree_join import TreeOptions, TreeStats, initial_index_parts, partition_loads
+from joins.batch.tree_join import (
+    TreeOptions,
+    TreeStats,
+    cold_pairs,
+    initial_index_parts,
+    partition_loads,
+)
 from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
 from tests.frames import to_spark
@@ -119,6 +125,21 @@ def test_only_shared_hot_skips_the_cold_index(spark):
     assert len(with_cold) == 2 and len(hot_only) == 1
     assert with_cold[0].count() == 0  # the cold index it skips is empty
     assert sum(partition_loads(hot_only, 4)) == 12 * 9
+
+
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_self_cold_pairs_in_one_pass(spark, diagonal):
+    rec = "struct<v:int>"
+    idx = spark.createDataFrame(
+        [(1, 0, [(3,), (1,), (2,)], [], True),  # a self entry: its upper triangle
+         (2, 5, [(4,), (5,)], [(6,)], False)],  # a two-list entry: every L1 x L2 pair
+        f"_k long, _t long, _L1 array<{rec}>, _L2 array<{rec}>, _self boolean").repartition(3)
+    opts = TreeOptions(threshold=3, partitions=3, seed=0, self_join=True, diagonal=diagonal)
+    pairs = cold_pairs(idx, opts)
+    assert pairs.rdd.getNumPartitions() == 3  # no union of the two kinds of entry
+    got = sorted((r["_l"]["v"], r["_r"]["v"]) for r in pairs.collect())
+    triangle = [(1, 2), (1, 3), (2, 3)] + ([(1, 1), (2, 2), (3, 3)] if diagonal else [])
+    assert got == sorted(triangle + [(4, 6), (5, 6)])
 
 
 def self_join_expected(rel: pd.DataFrame, diagonal: bool = True) -> Counter:
