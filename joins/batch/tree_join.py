@@ -274,45 +274,38 @@ def _self_cold_pairs(cold: DataFrame, opts: TreeOptions) -> DataFrame:
             .select("_l", F.explode(F.when(F.col(_SELF), rest).otherwise(F.col(_L2))).alias("_r")))
 
 
-def _chunk_two(hot: DataFrame, opts: TreeOptions) -> DataFrame:
-    """chunkPairOfLists + getAllValuePairs on sub-lists: δ1·δ2 entries per hot entry."""
-    n1, n2 = F.size(_L1), F.size(_L2)
-    h = hot.select(_K, _T, _sorted(_L1, opts).alias(_L1), _sorted(_L2, opts).alias(_L2),
+def _chunk(hot: DataFrame, opts: TreeOptions) -> DataFrame:
+    """chunkPairOfLists + getAllValuePairs on sub-lists: δ1·δ2 entries per two-list entry; in a
+    same-attribute self-join also a self list into δ sub-lists with entries i <= j, the diagonal
+    ones staying self entries. Both kinds in one pass: a union of the two would double the
+    reshuffle's map tasks."""
+    is_self = F.col(_SELF) if opts.self_join else F.lit(False)
+    n1 = F.size(_L1)
+    n2 = F.when(is_self, n1).otherwise(F.size(_L2))
+    h = hot.select(_K, _T, _SELF, _sorted(_L1, opts).alias(_L1), _sorted(_L2, opts).alias(_L2),
                    sublists_col(n1).alias("_d1"), sublist_length_col(n1).alias("_c1"),
                    sublists_col(n2).alias("_d2"), sublist_length_col(n2).alias("_c2"))
     h = h.withColumn("_i", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_d1") - 1)))
     h = h.withColumn("_j", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_d2") - 1)))
-    return h.select(
-        _K, F.xxhash64(_T, "_i", "_j").alias(_T),
-        F.slice(_L1, (F.col("_i") * F.col("_c1") + 1).cast("int"), F.col("_c1").cast("int")).alias(_L1),
-        F.slice(_L2, (F.col("_j") * F.col("_c2") + 1).cast("int"), F.col("_c2").cast("int")).alias(_L2),
-        F.lit(False).alias(_SELF))
 
+    def sub(lst: Column, idx: str, length: str) -> Column:
+        return F.slice(lst, (F.col(idx) * F.col(length) + 1).cast("int"), F.col(length).cast("int"))
 
-def _chunk_self(hot: DataFrame, opts: TreeOptions) -> DataFrame:
-    """Chunk a self list into δ sub-lists; entries i <= j (diagonal ones stay self entries)."""
-    n = F.size(_L1)
-    h = hot.select(_K, _T, _sorted(_L1, opts).alias(_L1), _L2,
-                   sublists_col(n).alias("_d"), sublist_length_col(n).alias("_c"))
-    h = h.withColumn("_i", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_d") - 1)))
-    h = h.withColumn("_j", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_d") - 1)))
-    h = h.filter(F.col("_i") <= F.col("_j"))
-
-    def sub(idx: str) -> Column:
-        return F.slice(_L1, (F.col(idx) * F.col("_c") + 1).cast("int"), F.col("_c").cast("int"))
-
-    diag = F.col("_i") == F.col("_j")
-    l2_type = ArrayType(hot.schema[_L1].dataType.elementType, True)
-    return h.select(
-        _K, F.xxhash64(_T, "_i", "_j").alias(_T), sub("_i").alias(_L1),
-        F.when(diag, F.array().cast(l2_type)).otherwise(sub("_j")).alias(_L2), diag.alias(_SELF))
+    second = sub(F.col(_L2), "_j", "_c2")
+    diag = F.lit(False)
+    if opts.self_join:  # (a regular join's two lists differ in type: no CASE over both)
+        h = h.filter(~is_self | (F.col("_i") <= F.col("_j")))
+        diag = is_self & (F.col("_i") == F.col("_j"))
+        l2_type = ArrayType(hot.schema[_L1].dataType.elementType, True)
+        second = (F.when(diag, F.array().cast(l2_type))
+                  .when(is_self, sub(F.col(_L1), "_j", "_c2")).otherwise(second))
+    return h.select(_K, F.xxhash64(_T, "_i", "_j").alias(_T), sub(F.col(_L1), "_i", "_c1").alias(_L1),
+                    second.alias(_L2), diag.alias(_SELF))
 
 
 def next_index(hot: DataFrame, opts: TreeOptions, iteration: int) -> DataFrame:
     """The hot entries chunked, then randomShuffle'd (partition = hash(key, tag, seed, iteration))."""
-    chunks = _chunk_two(hot.filter(~F.col(_SELF)), opts)
-    if opts.self_join:
-        chunks = chunks.union(_chunk_self(hot.filter(F.col(_SELF)), opts))
+    chunks = _chunk(hot, opts)
     target = F.xxhash64(_K, _T, F.lit(opts.seed), F.lit(iteration))
     return chunks.repartition(opts.partitions, target)
 
