@@ -142,6 +142,24 @@ def test_self_cold_pairs_in_one_pass(spark, diagonal):
     assert got == sorted(triangle + [(4, 6), (5, 6)])
 
 
+def test_self_join_chunks_in_one_pass(spark):
+    from joins.batch.tree_join import _chunk
+
+    rec = "struct<v:int>"
+    idx = spark.createDataFrame(
+        [(1, 0, [(v,) for v in (8, 3, 5, 1, 7, 2, 6, 4)], [], True),  # δ = 2 sub-lists of 4
+         (2, 5, [(v,) for v in range(10, 18)], [(20,)], False)],  # δ1 = 2, δ2 = 1
+        f"_k long, _t long, _L1 array<{rec}>, _L2 array<{rec}>, _self boolean").repartition(3)
+    opts = TreeOptions(threshold=3, partitions=3, seed=0, self_join=True)
+    chunks = _chunk(idx, opts)
+    assert chunks.rdd.getNumPartitions() == 3  # no union of the two kinds of entry
+    got = sorted((r["_k"], [x["v"] for x in r["_L1"]], [x["v"] for x in r["_L2"]], r["_self"])
+                 for r in chunks.collect())
+    assert got == [(1, [1, 2, 3, 4], [], True), (1, [1, 2, 3, 4], [5, 6, 7, 8], False),
+                   (1, [5, 6, 7, 8], [], True),
+                   (2, [10, 11, 12, 13], [20], False), (2, [14, 15, 16, 17], [20], False)]
+
+
 def self_join_expected(rel: pd.DataFrame, diagonal: bool = True) -> Counter:
     """Unordered pairs (i <= j within a key, positions) as canonical sorted row tuples."""
     rows = [tuple(r) for r in rel.itertuples(index=False, name=None)]
