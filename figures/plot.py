@@ -33,17 +33,16 @@ def plot_figure(figure_id: str, scale: str = "small", results_root: str | None =
         return None
     fig = load(figure.get("plot", {}).get("kind", "lines"))(figure, results)
     out = output_base(figure_id, scale)
+    png, pdf = out.with_suffix(".png"), out.with_suffix(".pdf")
     out.parent.mkdir(parents=True, exist_ok=True)
     # no creation date in the PDF: a redraw from the same results is byte-identical
-    fig.savefig(out.with_suffix(".png"), dpi=130, bbox_inches="tight")
-    fig.savefig(out.with_suffix(".pdf"), dpi=130, bbox_inches="tight",
-                metadata={"CreationDate": None})
+    fig.savefig(png, dpi=130, bbox_inches="tight")
+    fig.savefig(pdf, dpi=130, bbox_inches="tight", metadata={"CreationDate": None})
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-    png = out.with_suffix(".png")
     print(f"{figure_id}: wrote {png.relative_to(ROOT) if png.is_relative_to(ROOT) else png} (+ .pdf)")
-    return out.with_suffix(".png")
+    return png
 
 
 def main(argv: list[str]) -> int:

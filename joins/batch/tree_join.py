@@ -279,9 +279,9 @@ def _chunk(hot: DataFrame, opts: TreeOptions) -> DataFrame:
     same-attribute self-join also a self list into δ sub-lists with entries i <= j, the diagonal
     ones staying self entries. Both kinds in one pass: a union of the two would double the
     reshuffle's map tasks."""
-    is_self = F.col(_SELF) if opts.self_join else F.lit(False)
+    is_self = F.col(_SELF)
     n1 = F.size(_L1)
-    n2 = F.when(is_self, n1).otherwise(F.size(_L2))
+    n2 = F.when(is_self, n1).otherwise(F.size(_L2)) if opts.self_join else F.size(_L2)
     h = hot.select(_K, _T, _SELF, _sorted(_L1, opts).alias(_L1), _sorted(_L2, opts).alias(_L2),
                    sublists_col(n1).alias("_d1"), sublist_length_col(n1).alias("_c1"),
                    sublists_col(n2).alias("_d2"), sublist_length_col(n2).alias("_c2"))

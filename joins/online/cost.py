@@ -19,6 +19,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from experiments.cost_model import r_squared
+
 
 @dataclass(frozen=True)
 class CostModel:
@@ -61,8 +63,6 @@ def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None, cores: int =
     the median of (wall time of a micro-batch - summed measured worker time / ``cores``) when
     batch wall times are given (indexed by the rows' ``run`` and ``batch``)."""
     from scipy.optimize import nnls
-
-    from experiments.cost_model import r_squared
 
     cols = ["received", "probes", "outputs", "migrated_all", "spilled", "disk_probes", "stored"]
     m = metrics.assign(migrated_all=metrics["migrated"] + metrics["sent"],
@@ -129,7 +129,6 @@ def calibrate(spark, *, runs: tuple[CalibrationRun, ...] = CALIBRATION_RUNS, rep
     the runs' total worker seconds (what a modeled time sums; single rows are a few ms of
     numpy and noisy).
     """
-    from experiments.cost_model import r_squared
     from joins.online import run_stream
 
     rng = np.random.default_rng(seed)
