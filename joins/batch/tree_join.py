@@ -256,6 +256,11 @@ def cold_pairs(cold: DataFrame, opts: TreeOptions) -> DataFrame:
     """getAllValuePairs (Alg. 4) on cold entries, with outer padding; columns ``_l``, ``_r``."""
     if opts.self_join:
         return _self_cold_pairs(cold, opts)
+    if opts.how != "inner":
+        # Only an initial-index entry (tag 0) can be a key missing from one side. A hot key's
+        # sub-list entry (tag = a hash of its sub-list ids) with an empty side is a sub-list a
+        # random draw left empty; its records meet the other side in other entries: no padding.
+        cold = cold.filter((F.col(_T) == 0) | ((F.size(_L1) > 0) & (F.size(_L2) > 0)))
     el = F.explode_outer if opts.how in ("right", "full") else F.explode
     er = F.explode_outer if opts.how in ("left", "full") else F.explode
     return cold.select(el(_L1).alias("_l"), _L2).select("_l", er(_L2).alias("_r"))

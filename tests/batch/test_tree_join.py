@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from datagen.amjoin_toy import FIG3_PARAMS, FIG3_R, FIG3_S
@@ -229,6 +229,10 @@ rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 4)), st.integers(0
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(left=rows, right=rows, how=st.sampled_from(["inner", "left", "right", "full"]),
        name=st.sampled_from(["tree_join_basic", "tree_join"]), seed=st.integers(0, 3))
+# found by CI: seed 1 puts all three R records of hot key 1 in one of its two sub-lists, and
+# the entries of the empty one were padded as if key 1 had no match
+@example(left=[(1, 0), (1, 0), (1, 0)], right=[(1, 1), (1, 1), (1, 0)], how="left",
+         name="tree_join", seed=1)
 def test_random_inputs_match_oracle(spark, left, right, how, name, seed):
     lf = pd.DataFrame(left, columns=["key", "a"]).astype({"key": "Int64", "a": "int64"})
     rf = pd.DataFrame(right, columns=["key", "b"]).astype({"key": "Int64", "b": "int64"})
