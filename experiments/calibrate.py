@@ -7,7 +7,9 @@ engine's own calibration (:func:`joins.online.cost.calibrate`) when it is availa
 goes to ``calibration/local.json`` (``default.json`` is the committed reference, measured the
 same way) and its id is recorded with every result; an older calibration that published results
 still cite is kept as ``calibration/<id>.json``. ``parts=batch`` (``parts=online``) re-measures
-the batch (online) constants only and keeps the other ones the current calibration has.
+the batch (online) constants only and keeps the other ones the current calibration has;
+``parts=spill`` re-measures only the online spill store's write and probe costs
+(:mod:`joins.online.spill_store`).
 """
 
 from __future__ import annotations
@@ -86,13 +88,13 @@ def main(argv: list[str]) -> int:
     opts = dict(a.split("=", 1) for a in argv if "=" in a)
     out = Path(opts.get("out", CALIBRATION_DIR / "local.json"))
     parts = opts.get("parts", "all")
-    if parts not in ("all", "batch", "online"):
-        print(f"parts must be all, batch or online, got {parts!r}", file=sys.stderr)
+    if parts not in ("all", "batch", "online", "spill"):
+        print(f"parts must be all, batch, online or spill, got {parts!r}", file=sys.stderr)
         return 2
     spark = get_spark("local[2]", driver_memory="6g")
     t0 = time.perf_counter()
     current = load_calibration()
-    if parts == "online":  # keep the batch constants results were made with
+    if parts in ("online", "spill"):  # keep the batch constants results were made with
         batch_d, fit_note = asdict(current.batch), f"batch kept from {current.id}"
         print(f"batch cost model: kept from the current calibration {current.id}")
     else:
@@ -103,6 +105,13 @@ def main(argv: list[str]) -> int:
     if parts == "batch":  # keep the online constants results were made with
         online = current.online
         print("online cost model: kept from the current calibration")
+    elif parts == "spill":  # the other online constants as they are
+        from joins.online import spill_store
+
+        online = {**current.online, **spill_store.measure()}
+        fit_note = f"batch and online kept from {current.id} but the spill store's costs"
+        print(f"online spill store: per_spilled={online['per_spilled']:.3g} s, "
+              f"per_disk_probe={online['per_disk_probe']:.3g} s ({online['spill_store']})")
     else:
         online = measure_online(spark)
         print(f"online cost model: {online or 'engine calibration not available'}")

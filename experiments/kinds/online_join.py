@@ -77,11 +77,11 @@ def cost_model(calibration: Any, run: dict | None = None):
     """The online engine's cost model from the run's calibration (``calibration.online``);
     the engine's documented uncalibrated defaults when the machine has no online constants.
 
-    Disk costs: the engine's spill keeps its in-memory index (only the write is real), so a
-    calibration cannot measure what a probe into BerkeleyDB-like spilled state costs and may
-    fit 0. When ``run.disk_cost_factor`` is set, a spilled tuple and a disk probe cost that
-    many times the calibrated in-memory cost of receiving and probing one tuple instead
-    (a stated modeling assumption, recorded with the point as ``disk_cost_factor``)."""
+    Disk costs: a spilled tuple and a probe into spilled state cost what ``make calibrate``
+    measured on the spill store (:mod:`joins.online.spill_store`, an on-disk B-tree standing in
+    for Squall's BerkeleyDB). When ``run.disk_cost_factor`` is set they cost that many times
+    the calibrated in-memory cost of receiving and probing one tuple instead (a stated
+    modeling assumption, recorded with the point as ``disk_cost_factor``)."""
     from dataclasses import replace
 
     from joins.online import CostModel
@@ -92,6 +92,10 @@ def cost_model(calibration: Any, run: dict | None = None):
     if factor is not None:
         mem = cost.per_received + cost.per_probe
         cost = replace(cost, per_spilled=float(factor) * mem, per_disk_probe=float(factor) * mem)
+    elif online and "spill_store" not in online:
+        raise ValueError(
+            f"calibration {getattr(calibration, 'id', '?')} has no measured spill-store costs: "
+            "run `make calibrate ARGS=parts=spill`, or set run.disk_cost_factor")
     return cost
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.cost_model import r_squared
+from joins.online import spill_store
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,8 @@ class CostModel:
     per_probe: float = 1e-6  # s per index probe, uncalibrated
     per_output: float = 1e-7  # s per result pair, uncalibrated
     per_migrated: float = 2e-6  # s per migrated tuple sent or received, uncalibrated
-    per_spilled: float = 2e-5  # s per tuple written to disk, uncalibrated
-    per_disk_probe: float = 1e-4  # s per probe into a spilled state, uncalibrated
+    per_spilled: float = 2e-5  # s per tuple written to the spill store, uncalibrated
+    per_disk_probe: float = 1e-4  # s per probe into the spill store, uncalibrated
     # s per stored tuple per micro-batch: index maintenance grows with the state (the paper's
     # "per-tuple processing overhead grows monotonically" with ILF); uncalibrated
     per_stored: float = 0.0
@@ -58,23 +59,35 @@ class CostModel:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
 
-def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None, cores: int = 1) -> dict:
+_TERMS = {"per_received": "received", "per_probe": "probes", "per_output": "outputs",
+          "per_migrated": "migrated_all", "per_spilled": "spilled",
+          "per_disk_probe": "disk_probes", "per_stored": "stored"}
+
+
+def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None, cores: int = 1,
+        known: dict[str, float] | None = None) -> dict:
     """NNLS fit of per-worker measured seconds on [1, counts...]; the fixed per-batch cost is
     the median of (wall time of a micro-batch - summed measured worker time / ``cores``) when
-    batch wall times are given (indexed by the rows' ``run`` and ``batch``)."""
+    batch wall times are given (indexed by the rows' ``run`` and ``batch``).
+
+    ``known``: constants measured apart (the spill store's, :mod:`joins.online.spill_store`);
+    their share of each row's time is taken out before the fit and they are kept as given.
+    """
     from scipy.optimize import nnls
 
-    cols = ["received", "probes", "outputs", "migrated_all", "spilled", "disk_probes", "stored"]
+    known = dict(known or {})
     m = metrics.assign(migrated_all=metrics["migrated"] + metrics["sent"],
                        stored=metrics["r_stored"] + metrics["s_stored"])
-    a = np.column_stack([np.ones(len(m))] + [m[c].to_numpy(float) for c in cols])
+    free = [name for name in _TERMS if name not in known]
+    target = m["seconds"].to_numpy(float) - sum(
+        (v * m[_TERMS[k]].to_numpy(float) for k, v in known.items()), np.zeros(len(m)))
+    a = np.column_stack([np.ones(len(m))] + [m[_TERMS[c]].to_numpy(float) for c in free])
     scale = np.maximum(a.max(axis=0), 1e-12)
-    coef, resid = nnls(a / scale, m["seconds"].to_numpy(float))
+    coef, _ = nnls(a / scale, target)
     coef = coef / scale
-    out = dict(per_worker=coef[0], per_received=coef[1], per_probe=coef[2], per_output=coef[3],
-               per_migrated=coef[4], per_spilled=coef[5], per_disk_probe=coef[6],
-               per_stored=coef[7])
-    out["r2"] = r_squared(m["seconds"], a @ coef)
+    out = {"per_worker": coef[0], **dict(zip(free, coef[1:], strict=True)), **known}
+    predicted = a @ coef + (m["seconds"].to_numpy(float) - target)
+    out["r2"] = r_squared(m["seconds"], predicted)
     if batch_wall is not None:
         work = m.groupby(["run", "batch"])["seconds"].sum() / max(cores, 1)
         out["fixed_per_batch"] = float(max(0.0, (batch_wall - work).median()))
@@ -123,7 +136,10 @@ def calibrate(spark, *, runs: tuple[CalibrationRun, ...] = CALIBRATION_RUNS, rep
 
     Runs the engine on the synthetic equi-join streams of :data:`CALIBRATION_RUNS`, each
     ``repeats`` times (the counts are deterministic, the times are not: a (micro-batch,
-    worker) row's time is the median over the repeats), then fits :func:`fit` on every row.
+    worker) row's time is the median over the repeats), then fits :func:`fit` on every row,
+    with the costs of writing and probing spilled state measured apart on the spill store
+    (:func:`joins.online.spill_store.measure`: the engine's spill keeps its in-memory index,
+    so its runs cannot show what a probe into spilled state costs).
     Returns the constants (and writes them as JSON to ``out`` when given), with
     ``calibration_id`` = time stamp and fit quality: ``r2`` over the rows, ``r2_runs`` over
     the runs' total worker seconds (what a modeled time sums; single rows are a few ms of
@@ -158,13 +174,16 @@ def calibrate(spark, *, runs: tuple[CalibrationRun, ...] = CALIBRATION_RUNS, rep
         walls.append(pd.concat({i: wall}, names=["run", "batch"]))
     metrics = pd.concat(frames, ignore_index=True)
     # the workers of a micro-batch share the machine's cores
-    consts = fit(metrics, pd.concat(walls), cores=spark.sparkContext.defaultParallelism)
+    disk = spill_store.measure()
+    consts = fit(metrics, pd.concat(walls), cores=spark.sparkContext.defaultParallelism,
+                 known={k: disk[k] for k in ("per_spilled", "per_disk_probe")})
     consts["calibration_id"] = "calibrated-" + time.strftime("%Y%m%dT%H%M%S")
     model = replace(CostModel(), **{k: float(v) if k != "calibration_id" else v
                                    for k, v in consts.items() if k in CostModel.__dataclass_fields__})
     per_run = metrics.assign(predicted=model.worker_cost(metrics)).groupby("run")
     r2_runs = r_squared(per_run["seconds"].sum(), per_run["predicted"].sum())
-    result = {**model.to_dict(), "r2": consts["r2"], "r2_runs": r2_runs, "rows": len(metrics)}
+    result = {**model.to_dict(), "r2": consts["r2"], "r2_runs": r2_runs, "rows": len(metrics),
+              "spill_store": disk["spill_store"]}
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(result, indent=2))

@@ -23,6 +23,7 @@ import numpy as np
 
 from joins.online.kernel import ProbeResult, SideStore, probe
 from joins.online.layouts import BOTH, PROBE, STORE, Layout
+from joins.online.spill_store import SpillStore
 
 
 @dataclass
@@ -193,9 +194,10 @@ def _spill(ws: WorkerState, cfg: RunConfig, batch: int, counts: dict) -> bool:
     ``charge``: the tuples beyond the budget are counted as on disk (``spilled`` = newly
     overflowing tuples this batch; every probe at an overflowing worker is a disk probe) and
     the cost model charges them. ``disk``: the same counts, and the overflowing tuples are
-    really written to the executor's local disk (an append-only file per batch) as Squall's
-    joiners spilled to BerkeleyDB; the in-memory index keeps its copy, so the result is
-    unchanged and only the I/O is real. ``evict``: D-CAPE's disk adaptation - the oldest
+    really written to the executor's local disk, into the on-disk B-tree store whose write and
+    probe costs ``make calibrate`` measures (:mod:`joins.online.spill_store`, one file per
+    worker and batch) as Squall's joiners spilled to BerkeleyDB; the in-memory index keeps its
+    copy, so the result is unchanged and only the writes are real. ``evict``: D-CAPE's disk adaptation - the oldest
     tuples beyond the budget leave memory for a file (they no longer join new tuples) and
     :func:`_cleanup` produces the missed results after the stream; a pair is missed exactly
     when its later tuple arrived after its earlier tuple was evicted.
@@ -211,9 +213,13 @@ def _spill(ws: WorkerState, cfg: RunConfig, batch: int, counts: dict) -> bool:
     if over:
         counts["disk_probes"] += counts["probes"]
     if new and cfg.spill == "disk":
-        path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{batch:06d}.npz")
+        path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{batch:06d}.sqlite")
+        if os.path.exists(path):
+            os.remove(path)  # a recomputed task rewrites its batch's file, never appends twice
         tail = ws.s if len(ws.s) >= new else ws.r
-        np.savez(path, key=tail.key[-new:], tid=tail.tid[-new:], seq=tail.seq[-new:])
+        store = SpillStore(path)
+        store.append(tail.key[-new:], tail.tid[-new:], tail.seq[-new:])
+        store.close()
         ws.spill_files.append(path)
     ws.disk_resident = over
     return over > 0

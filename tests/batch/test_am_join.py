@@ -16,6 +16,7 @@ from joins.batch.am_join import use_broadcast
 from joins.batch.sql_conf import sql_conf
 from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
+from tests.examples import examples
 from tests.frames import to_spark
 
 # Fig. 4: with "hot" meaning "occurs more than once" (τ = 2), κ_R = {1:2, 2:2, 3:2, 4:2} and
@@ -134,7 +135,7 @@ rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 4)), st.integers(0
                 max_size=25)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(left=rows, right=rows, how=st.sampled_from(["inner", "left", "right", "full"]),
        name=st.sampled_from(["am_join", "am_join_basic"]),
        rule=st.sampled_from(["cost", "always", "never"]))

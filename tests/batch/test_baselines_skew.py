@@ -13,6 +13,7 @@ from joins.batch import fgsd_join, full_skew_join
 from joins.batch.sql_conf import sql_conf
 from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
+from tests.examples import examples
 from tests.frames import to_spark
 
 ALGOS = ["full_skew_join", "fgsd_join"]
@@ -187,7 +188,7 @@ def test_fgsd_heavy_key_joins_in_one_partition(spark):
 _keys = st.lists(st.one_of(st.none(), st.integers(0, 6)), max_size=25)
 
 
-@settings(max_examples=12, deadline=None,
+@settings(max_examples=examples(12), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lk=_keys, rk=_keys, name=st.sampled_from(ALGOS), threshold=st.integers(1, 5),
        top=st.integers(0, 3))

@@ -12,6 +12,7 @@ from joins.api import BatchContext, BudgetExceeded, JoinSpec
 from joins.batch.sql_conf import sql_conf
 from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
+from tests.examples import examples
 from tests.frames import to_spark
 
 ALGOS = ["der", "ddr"]
@@ -142,7 +143,7 @@ def test_budget(spark, name):
 _keys = st.lists(st.one_of(st.none(), st.integers(0, 5)), max_size=20)
 
 
-@settings(max_examples=12, deadline=None,
+@settings(max_examples=examples(12), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lk=_keys, sk=st.lists(st.one_of(st.none(), st.integers(0, 8)), max_size=8),
        name=st.sampled_from(ALGOS), how=st.sampled_from(["inner", "left", "right", "full"]),

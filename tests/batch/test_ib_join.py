@@ -12,6 +12,7 @@ from joins.batch import amjoin_common
 from joins.batch.sql_conf import sql_conf
 from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
+from tests.examples import examples
 from tests.frames import to_spark
 
 # large relation: keys 1..6 (key 1 hot) and nulls; small relation: keys 1, 2 joinable,
@@ -69,7 +70,7 @@ rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 5)), st.integers(0
                 max_size=20)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(left=rows, right=rows, how=st.sampled_from(["inner", "left", "right", "full"]))
 def test_random_inputs_match_oracle(spark, left, right, how):
     lf = pd.DataFrame(left, columns=["key", "a"]).astype({"key": "Int64", "a": "int64"})

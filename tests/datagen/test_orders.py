@@ -6,6 +6,7 @@ from hypothesis import strategies as st
 from datagen import orders
 from datagen.errors import GeneratorError
 from datagen.orders.fluct import phases
+from tests.examples import examples
 
 
 def squall_interchanging(n1: int, n2: int, k: int) -> list[int]:
@@ -109,7 +110,7 @@ def test_bad_orders_name_the_problem(order, kw, msg):
         orders.arrival(order, 10, 10, seed=0, **kw)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(n_r=st.integers(0, 300), n_s=st.integers(0, 300), seed=st.integers(0, 2**32),
        which=st.sampled_from(["random", "fluct2", "fluct3.5", "rate"]))
 def test_every_order_is_a_valid_interleave(n_r, n_s, seed, which):

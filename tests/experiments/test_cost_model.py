@@ -115,7 +115,7 @@ def test_calibrate_rejects_unknown_parts(capsys):
     from experiments.calibrate import main
 
     assert main(["parts=everything"]) == 2  # before any Spark session starts
-    assert "parts must be all, batch or online" in capsys.readouterr().err
+    assert "parts must be all, batch, online or spill" in capsys.readouterr().err
 
 
 def test_r_squared():
@@ -124,3 +124,21 @@ def test_r_squared():
     assert r_squared([1, 2, 3], [1, 2, 3]) == 1.0
     assert r_squared([1, 2, 3], [2, 2, 2]) == 0.0  # no better than the mean
     assert r_squared([5, 5], [4, 6]) == 1.0  # nothing to explain
+
+
+def test_online_disk_costs_come_from_the_measured_spill_store_unless_a_factor_is_set():
+    from types import SimpleNamespace
+
+    from experiments.kinds.online_join import cost_model
+
+    online = {"per_received": 1e-7, "per_probe": 2e-7, "per_spilled": 4e-6,
+              "per_disk_probe": 3e-6, "spill_store": "sqlite"}
+    cal = SimpleNamespace(id="x", online=online)
+    measured = cost_model(cal, {"disk_cost_factor": None})
+    assert (measured.per_spilled, measured.per_disk_probe) == (4e-6, 3e-6)
+    assumed = cost_model(cal, {"disk_cost_factor": 10})
+    assert assumed.per_spilled == pytest.approx(3e-6) and assumed.per_disk_probe == pytest.approx(3e-6)
+    old = SimpleNamespace(id="old", online={k: v for k, v in online.items() if k != "spill_store"})
+    with pytest.raises(ValueError, match="parts=spill"):
+        cost_model(old, {})
+    assert cost_model(old, {"disk_cost_factor": 100}).per_disk_probe == pytest.approx(3e-5)

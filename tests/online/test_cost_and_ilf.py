@@ -9,13 +9,18 @@ import pytest
 from joins.online import run_stream
 from joins.online.cost import CostModel, fit
 
+COUNTS = ("received", "probes", "outputs", "migrated", "sent", "spilled", "disk_probes",
+          "r_stored", "s_stored")
+
+
+def _random_counts(rng: np.random.Generator, n: int) -> pd.DataFrame:
+    return pd.DataFrame({c: rng.integers(0, 50_000, n) for c in COUNTS})
+
 
 def test_fit_recovers_known_constants():
     rng = np.random.default_rng(0)
     n = 400
-    m = pd.DataFrame({c: rng.integers(0, 50_000, n) for c in
-                      ("received", "probes", "outputs", "migrated", "sent", "spilled",
-                       "disk_probes", "r_stored", "s_stored")})
+    m = _random_counts(rng, n)
     m["batch"] = np.arange(n) // 8
     true = CostModel(per_worker=0.01, per_received=2e-6, per_probe=1e-6, per_output=3e-7,
                      per_migrated=4e-6, per_spilled=0.0, per_disk_probe=5e-6)
@@ -28,11 +33,27 @@ def test_fit_recovers_known_constants():
     assert all(v >= 0 for k, v in got.items() if k.startswith("per_"))
 
 
+def test_fit_keeps_constants_measured_apart_and_fits_the_rest_without_them():
+    rng = np.random.default_rng(2)
+    n = 300
+    m = _random_counts(rng, n)
+    true = CostModel(per_worker=0.01, per_received=2e-6, per_probe=0.0, per_output=0.0,
+                     per_migrated=0.0, per_spilled=3e-6, per_disk_probe=7e-6)
+    m["seconds"] = true.worker_cost(m)
+    # told the disk constants, the fit attributes none of their time to the other terms
+    got = fit(m, known={"per_spilled": 3e-6, "per_disk_probe": 7e-6})
+    assert got["per_spilled"] == 3e-6 and got["per_disk_probe"] == 7e-6
+    assert got["per_received"] == pytest.approx(2e-6, rel=1e-3)
+    assert got["per_probe"] == pytest.approx(0.0, abs=1e-9)
+    assert got["r2"] == pytest.approx(1.0)
+    # told wrong ones, the rest cannot absorb the difference: the fit gets worse
+    assert fit(m, known={"per_spilled": 0.0, "per_disk_probe": 0.0})["r2"] < 0.99
+
+
 def test_fixed_per_batch_is_wall_time_beyond_the_workers_share_of_cores():
     m = pd.DataFrame({"run": [0, 0, 0, 0, 1, 1], "batch": [0, 0, 1, 1, 0, 0],
                       "seconds": [0.2, 0.4, 0.1, 0.1, 0.3, 0.3]})
-    for c in ("received", "probes", "outputs", "migrated", "sent", "spilled", "disk_probes",
-              "r_stored", "s_stored"):
+    for c in COUNTS:
         m[c] = 0
     wall = pd.Series([0.5, 0.3, 0.8],
                      index=pd.MultiIndex.from_tuples([(0, 0), (0, 1), (1, 0)], names=["run", "batch"]))

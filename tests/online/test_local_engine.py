@@ -13,6 +13,7 @@ from joins.online import operators, run_stream
 from joins.online.controller import Scripted
 from joins.online.layouts import GridLayout
 from joins.oracle import assert_same_rows, oracle_join
+from tests.examples import examples
 
 
 def _frame(keys: list, col: str) -> pd.DataFrame:
@@ -22,7 +23,7 @@ def _frame(keys: list, col: str) -> pd.DataFrame:
 key_lists = st.lists(st.one_of(st.integers(0, 6), st.none()), max_size=60)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(r=key_lists, s=key_lists,
        op=st.sampled_from(["dynamic", "static_mid", "static_opt", "shj", "biclique",
                            "relocating"]),
@@ -122,7 +123,7 @@ def test_partition_group_relocation_moves_groups_and_stays_exact():
     assert res.summary["migrations"] >= 1 and res.summary["migrated_tuples"] > 0
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(r=st.lists(st.integers(0, 4), max_size=50), s=st.lists(st.integers(0, 4), max_size=50),
        op=st.sampled_from(["static_mid", "shj", "static_opt"]), batch=st.integers(3, 20),
        budget=st.integers(1, 8), band=st.sampled_from([None, 1.0]))

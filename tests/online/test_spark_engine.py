@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from joins.online import run_stream
 from joins.oracle import assert_same_rows, oracle_join
+from tests.examples import examples
 from tests.frames import to_spark
 
 pytestmark = pytest.mark.spark
@@ -98,7 +99,7 @@ def test_parquet_and_spark_inputs_written_output(spark, tmp_path):
     assert res.summary["outputs"] == len(written)
 
 
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(r=st.lists(st.integers(0, 5), max_size=40), s=st.lists(st.integers(0, 5), max_size=40),
        batch=st.integers(5, 30), seed=st.integers(0, 3))
 def test_property_dynamic_on_spark(spark, r, s, batch, seed):

@@ -14,6 +14,7 @@ from joins.online.controller import DynamicGrid, best_mapping, ilf, ilf_opt
 from joins.online.hashing import part_of, tuple_u
 from joins.online.kernel import ProbeResult, SideStore, probe
 from joins.online.layouts import BicliqueLayout, GridLayout, HashLayout
+from tests.examples import examples
 
 
 def test_parts_nest_when_n_doubles_and_routing_is_reproducible():
@@ -28,7 +29,7 @@ def test_parts_nest_when_n_doubles_and_routing_is_reproducible():
 keys = st.lists(st.one_of(st.integers(-5, 5).map(float), st.just(float("nan"))), max_size=40)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(stored=keys, probes=keys, band=st.sampled_from([None, 0.0, 1.0, 2.5]))
 def test_probe_matches_brute_force(stored, probes, band):
     a = SideStore(np.array(stored, float), np.arange(len(stored)), np.arange(len(stored)),
