@@ -13,10 +13,11 @@ list). Registered as one family, ``ib_join``, whose join type picks the paper's 
 - ``full``: IB-FO-Join (Alg. 11): left-outer plus right-anti.
 
 Right-anti (Alg. 11 l. 7-13): the keys of the large relation present in the index are reduced to
-a set (a semi join with the broadcast index keys, then ``distinct``: per-partition set union and a
-merge, standing in for combine + treeAggregate), collected at the driver, subtracted from the
-index keys, and the smaller of the joinable/unjoinable key sets is broadcast back (optimization 1)
-to filter the small relation. Optimizations 2-3 (one scan of R for both outputs) have no
+a set (a filter on the index keys, then ``distinct``: per-partition set union and a merge,
+standing in for combine + treeAggregate), collected at the driver, subtracted from the index
+keys, and the smaller of the joinable/unjoinable key sets is broadcast back (optimization 1) to
+filter the small relation. The index keys come to the driver with the index sizes, in one job;
+a key set of up to ``LITERAL_KEYS_MAX`` keys reaches the executors inside the plan (no job). Optimizations 2-3 (one scan of R for both outputs) have no
 DataFrame formulation: Spark cannot emit two outputs from one scan, so R is scanned twice.
 
 Null keys never match: they are kept out of the index and padded directly when preserved.
@@ -68,8 +69,14 @@ def index_broadcast_join(ctx: BatchContext, large: DataFrame, small: DataFrame, 
 
     index = C.persist(
         small_k.groupBy(small_k[on].alias("_ik")).agg(F.collect_list(C.record(small_k)).alias("_recs")))
-    row = index.agg(F.count(F.lit(1)), F.sum(F.size("_recs"))).collect()[0]
-    stats.index_keys, stats.index_records = int(row[0]), int(row[1] or 0)
+    index_keys: list | None = None
+    if keep_small:  # one job gives the sizes and the key set the right-anti step subtracts from
+        entries = index.select("_ik", F.size("_recs")).collect()
+        index_keys = [e[0] for e in entries]
+        stats.index_keys, stats.index_records = len(entries), sum(int(e[1]) for e in entries)
+    else:
+        row = index.agg(F.count(F.lit(1)), F.sum(F.size("_recs"))).collect()[0]
+        stats.index_keys, stats.index_records = int(row[0]), int(row[1] or 0)
     m_b, m_s = C.key_bytes(small, on), C.row_bytes(ctx, small)
     index_bytes = stats.index_records * m_s + stats.index_keys * m_b
     ctx.require_memory("broadcast index", index_bytes)
@@ -86,7 +93,7 @@ def index_broadcast_join(ctx: BatchContext, large: DataFrame, small: DataFrame, 
     if keep_large:
         frames.append(_pad(large_null, lpre, large, spre, small))
     if keep_small:
-        anti, anti_stats = _right_anti(ctx, large_k, small_k, index, on, stats.index_keys)
+        anti, anti_stats = _right_anti(ctx, large_k, small_k, on, index_keys or [])
         stats.keys_joined, stats.keys_unjoinable = anti_stats[0], anti_stats[1]
         stats.keys_shipped = anti_stats[2]
         stats.broadcast_bytes += stats.keys_shipped * m_b
@@ -105,21 +112,34 @@ def _pad(df: DataFrame, pre: str, own: DataFrame, other_pre: str, other: DataFra
                        for f in other.schema.fields])
 
 
-def _right_anti(ctx: BatchContext, large_k: DataFrame, small_k: DataFrame, index: DataFrame,
-                on: str, n_index_keys: int) -> tuple[DataFrame, tuple[int, int, int]]:
+# Up to this many keys travel to the executors as a literal set in the plan (no Spark job);
+# a larger set is a broadcast DataFrame joined semi or anti. Either way the set reaches every
+# executor once: the paper's broadcast of the key set.
+LITERAL_KEYS_MAX = 10_000
+
+
+def _filter_keys(ctx: BatchContext, df: DataFrame, on: str, keys: list, keep: bool) -> DataFrame:
+    """Rows of ``df`` (no null keys) whose key is in ``keys`` (``keep``) or is not."""
+    if len(keys) <= LITERAL_KEYS_MAX:
+        member = F.col(on).isin(keys) if keys else F.lit(False)
+        return df.filter(member if keep else ~member)
+    schema = StructType([StructField("_uk", df.schema[on].dataType, False)])
+    ship = ctx.spark.createDataFrame([(k,) for k in keys], schema)
+    return df.join(F.broadcast(ship), df[on] == ship["_uk"],
+                   "left_semi" if keep else "left_anti")
+
+
+def _right_anti(ctx: BatchContext, large_k: DataFrame, small_k: DataFrame, on: str,
+                index_keys: list) -> tuple[DataFrame, tuple[int, int, int]]:
     """Small-side records whose key no large record has (Alg. 11 l. 7-13, Alg. 13-14)."""
-    keys = index.select("_ik")
-    joined = {r[0] for r in large_k.join(F.broadcast(keys), large_k[on] == keys["_ik"], "left_semi")
+    joined = {r[0] for r in _filter_keys(ctx, large_k, on, index_keys, keep=True)
               .select(on).distinct().collect()}
-    index_keys = {r[0] for r in keys.collect()}
-    unjoinable = index_keys - joined
-    joinable = index_keys & joined
+    index_set = set(index_keys)
+    unjoinable = index_set - joined
+    joinable = index_set & joined
     ship_joinable = len(joinable) < len(unjoinable)  # optimization 1: ship the smaller set
     shipped = joinable if ship_joinable else unjoinable
-    schema = StructType([StructField("_uk", small_k.schema[on].dataType, False)])
-    ship = ctx.spark.createDataFrame([(k,) for k in shipped], schema)
-    anti = small_k.join(F.broadcast(ship), small_k[on] == ship["_uk"],
-                        "left_anti" if ship_joinable else "left_semi")
+    anti = _filter_keys(ctx, small_k, on, list(shipped), keep=not ship_joinable)
     return anti.select(*small_k.columns), (len(joinable), len(unjoinable), len(shipped))
 
 

@@ -52,6 +52,28 @@ def test_ships_the_smaller_key_set(spark):
     assert (extra["keys_joined"], extra["keys_unjoinable"], extra["keys_shipped"]) == (1, 3, 1)
 
 
+@pytest.mark.parametrize("how", ["right", "full"])
+def test_key_sets_beyond_the_literal_limit_go_by_broadcast_join(spark, monkeypatch, how):
+    from joins.batch import ib_join
+
+    monkeypatch.setattr(ib_join, "LITERAL_KEYS_MAX", 0)  # every key set by broadcast join
+    out, extra = run(spark, LARGE, SMALL, how)
+    assert_same_rows(out, oracle_join(LARGE, SMALL, "key", how))
+    assert (extra["keys_joined"], extra["keys_unjoinable"], extra["keys_shipped"]) == (2, 2, 2)
+
+
+def test_string_keys_right_outer(spark):
+    large = pd.DataFrame({"key": ["a", "a", "b", None], "x": range(4)})
+    small = pd.DataFrame({"key": ["a", "c", "c", None], "y": range(4)})
+    ctx = BatchContext(spark, executors=2, partitions=4)
+    result = get("ib_join").load()(ctx, to_spark(spark, large), to_spark(spark, small),
+                                   JoinSpec("key", "right"))
+    with sql_conf(spark, result.sql_conf):
+        out = result.output.toPandas()
+    amjoin_common.release_all()
+    assert_same_rows(out, oracle_join(large, small, "key", "right"))
+
+
 def test_empty_sides(spark):
     out, _ = run(spark, LARGE, SMALL.iloc[:0], "full")
     assert_same_rows(out, oracle_join(LARGE, SMALL.iloc[:0], "key", "full"))

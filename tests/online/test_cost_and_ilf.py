@@ -93,9 +93,11 @@ def test_calibrate_fits_on_tiny_runs(spark, tmp_path):
     from joins.online.cost import CalibrationRun, calibrate
 
     runs = (CalibrationRun("shj", 2, 300, 600, 50, 0.0, 300),
-            CalibrationRun("static_mid", 4, 300, 600, 50, 1.0, 450))
+            CalibrationRun("static_mid", 4, 300, 600, 50, 1.0, 450, spill=True))
     got = calibrate(spark, runs=runs, repeats=2, out=tmp_path / "c.json")
     # 3 + 2 micro-batches of 2 and 4 workers
     assert got["rows"] == 3 * 2 + 2 * 4
     assert got["fixed_per_batch"] >= 0 and got["calibration_id"].startswith("calibrated-")
+    # the disk costs are the spill store's, measured apart, not fitted to 0
+    assert got["per_spilled"] > 0 and got["per_disk_probe"] > 0 and "sqlite" in got["spill_store"]
     assert CostModel.load(tmp_path / "c.json").fixed_per_batch == got["fixed_per_batch"]
