@@ -69,7 +69,16 @@ class SpillStore:
 def measure(stored: int = 200_000, probes: int = 50_000, domain: int = 100_000,
             repeats: int = 3, seed: int = 0, directory: str | None = None) -> dict[str, float]:
     """Seconds per tuple written and per key probed, on this machine's local disk (median
-    over ``repeats`` fresh stores of ``stored`` uniform keys probed with ``probes`` keys)."""
+    over ``repeats`` fresh stores of ``stored`` uniform keys probed with ``probes`` keys).
+
+    ``directory``: where to put the stores; by default where the engine spills (the project's
+    scratch folder), which need not be on the same device as the system's temporary folder.
+    """
+    if directory is None:
+        from experiments.paths import SCRATCH
+
+        directory = str(SCRATCH / "online")
+        os.makedirs(directory, exist_ok=True)
     rng = np.random.default_rng(seed)
     writes, reads = [], []
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
