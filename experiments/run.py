@@ -35,13 +35,18 @@ class UsageError(ValueError):
     pass
 
 
+OUTPUT_PATHSPECS = (":(exclude,glob)figures/**/*.png", ":(exclude,glob)figures/**/*.pdf",
+                    ":(exclude)REPORT.md")
+
+
 def git_commit() -> str:
     try:
         sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                              capture_output=True, check=True).stdout.strip()
-        # results/ is where sweeps write: a sweep's own output does not make the code dirty
+        # a sweep's own output (results/, the charts redrawn between figures) does not make
+        # the code dirty
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                                ".", ":(exclude)results"],
+                                ".", ":(exclude)results", *OUTPUT_PATHSPECS],
                                cwd=ROOT, text=True, capture_output=True).stdout.strip()
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):

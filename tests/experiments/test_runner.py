@@ -180,3 +180,28 @@ def test_first_checksum_on_the_same_inputs_is_the_reference(tmp_path):
     # another join type or output layout is another reference
     assert _agreed_checksum(tmp_path, "R", "S", "key", "left", cols, 5) == 5
     assert _agreed_checksum(tmp_path, "R", "S", "key", "inner", ["l_key"], 7) == 7
+
+
+def test_git_commit_is_dirty_for_code_changes_not_for_sweep_outputs(tmp_path, monkeypatch):
+    import subprocess
+
+    from experiments import run as run_mod
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    for rel in ("figures/plot.py", "figures/amjoin/fig5.png", "results/amjoin/p.parquet",
+                "REPORT.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("v1")
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    monkeypatch.setattr(run_mod, "ROOT", tmp_path)
+    clean = run_mod.git_commit()
+    assert clean and not clean.endswith("-dirty") and clean != "unknown"
+    for rel in ("figures/amjoin/fig5.png", "results/amjoin/p.parquet", "REPORT.md"):
+        (tmp_path / rel).write_text("v2")
+    assert run_mod.git_commit() == clean  # what a sweep writes
+    (tmp_path / "figures/plot.py").write_text("v2")
+    assert run_mod.git_commit() == clean + "-dirty"  # code
