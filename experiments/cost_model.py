@@ -106,10 +106,28 @@ def lpt_schedule(costs: np.ndarray, slots: int) -> float:
 def modeled_makespan(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
                      schedule: str = "list") -> float:
     """Sum over stages of the stage's makespan on `executors` single-core slots."""
-    if tasks.empty:
-        return 0.0
+    return float(stage_table(tasks, executors, costs, schedule)["modeled_s"].sum())
+
+
+STAGE_COLUMNS = ["stage_id", "attempt", "tasks", "records_in", "rows_produced", "shuffle_bytes",
+                 "max_task_s", "modeled_s"]
+
+
+def stage_table(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
+                schedule: str = "list") -> pd.DataFrame:
+    """Per stage attempt: its tasks' exact counts, its costliest task and its modeled makespan
+    on ``executors`` slots (the column that sums to the run's modeled time)."""
     fn = lpt_schedule if schedule == "lpt" else list_schedule
-    return float(sum(fn(c, executors) for c in stage_costs(tasks, costs)))
+    rows = []
+    if not tasks.empty:
+        ordered = tasks.sort_values(["stage_id", "task_index"])
+        for (sid, attempt), stage in ordered.groupby(["stage_id", "stage_attempt"], sort=True):
+            c = costs.task_costs(stage)
+            rows.append([int(sid), int(attempt), len(stage), int(stage["records_in"].sum()),
+                         int(stage["rows_produced"].sum()),
+                         int((stage["shuffle_read_bytes"] + stage["shuffle_write_bytes"]).sum()),
+                         float(c.max()), fn(c, executors)])
+    return pd.DataFrame(rows, columns=STAGE_COLUMNS)
 
 
 def stage_costs(tasks: pd.DataFrame, costs: BatchCosts) -> list[np.ndarray]:

@@ -78,6 +78,15 @@ def _provenance(cfg: DictConfig, figure: dict, point: Point, chash: str, outcome
     }
 
 
+def point_context(cfg: DictConfig, figure: dict, series: str, x: Any) -> PointContext:
+    """What a kind needs to run one point of ``figure`` under the composed config ``cfg``."""
+    spark_cfg = {"master": cfg.spark.master, "master_env": cfg.spark.master_env,
+                 "driver_memory": cfg.spark.driver_memory, "conf": dict(cfg.spark.conf)}
+    return PointContext(figure=figure, series=series, x=x, scale=cfg.scale.name,
+                        seed=int(cfg.seed), spark_cfg=spark_cfg, calibration=load_calibration(),
+                        progress=cfg.progress, wall_limit_s=cfg.scale.point_wall_limit_s)
+
+
 def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     """Run (or skip) one point and write its rows; return its status."""
     figure = plain(cfg.figure)
@@ -94,12 +103,8 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     if not cfg.force and finished(folder, point, chash):
         print(f"{tag}: done already (force=true redoes it)", flush=True)
         return "skipped"
-    calibration = load_calibration()
-    spark_cfg = {"master": cfg.spark.master, "master_env": cfg.spark.master_env,
-                 "driver_memory": cfg.spark.driver_memory, "conf": dict(cfg.spark.conf)}
-    ctx = PointContext(figure=figure, series=series, x=x, scale=scale, seed=int(cfg.seed),
-                       spark_cfg=spark_cfg, calibration=calibration, progress=cfg.progress,
-                       wall_limit_s=cfg.scale.point_wall_limit_s)
+    ctx = point_context(cfg, figure, series, x)
+    calibration = ctx.calibration
     start, t0 = datetime.now(UTC), time.perf_counter()
     print(f"{tag}: running", flush=True)
     try:

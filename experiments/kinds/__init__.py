@@ -44,6 +44,8 @@ class PointOutcome:
     spark_master: str = ""
     # within-run time series: dicts with metric, value, unit and t (e.g. ILF per micro-batch)
     series_rows: list[dict] = field(default_factory=list)
+    # where the modeled time went, per Spark stage (for diagnosis, not written to results)
+    stages: Any = None
 
 
 def load_kind(name: str) -> Callable[[PointContext], PointOutcome]:

@@ -14,7 +14,7 @@ import duckdb
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from experiments.cost_model import executor_imbalance, modeled_makespan
+from experiments.cost_model import executor_imbalance, stage_table
 from experiments.figure_spec import resolve_scaled, scaled_rule
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.spark_metrics import TaskMetricsCapture
@@ -171,8 +171,9 @@ def run_point(pc: PointContext) -> PointOutcome:
     # preparation the paper does not count (e.g. DER's ids), already out of the modeled time
     wall = time.perf_counter() - start - float(result.extra.get("uncounted_seconds", 0.0))
 
-    modeled = modeled_makespan(cap.result.tasks, executors, pc.calibration.batch,
-                               schedule=run.get("schedule", "list"))
+    out.stages = stage_table(cap.result.tasks, executors, pc.calibration.batch,
+                             schedule=run.get("schedule", "list"))
+    modeled = float(out.stages["modeled_s"].sum())
     m["modeled_time"] = (modeled, "modeled s")
     m["executor_imbalance"] = (executor_imbalance(cap.result.tasks, executors,
                                                   pc.calibration.batch), "ratio")

@@ -142,3 +142,38 @@ def test_online_disk_costs_come_from_the_measured_spill_store_unless_a_factor_is
     with pytest.raises(ValueError, match="parts=spill"):
         cost_model(old, {})
     assert cost_model(old, {"disk_cost_factor": 100}).per_disk_probe == pytest.approx(3e-5)
+
+
+def test_stage_table_counts_each_stage_and_its_makespans_sum_to_the_modeled_time():
+    from experiments.cost_model import stage_table
+
+    costs = BatchCosts(per_task=0.5, per_record_in=1.0, per_row_produced=0.0, per_shuffle_byte=0.0)
+    tasks = pd.DataFrame({
+        "stage_id": [3, 3, 7, 7, 7], "stage_attempt": 0, "task_index": [1, 0, 0, 1, 2],
+        "records_in": [4, 2, 1, 1, 8], "rows_produced": [1, 1, 0, 0, 5],
+        "shuffle_read_bytes": [10, 0, 0, 0, 0], "shuffle_write_bytes": [0, 0, 0, 0, 3],
+    })
+    table = stage_table(tasks, 2, costs)
+    assert table.stage_id.tolist() == [3, 7] and table.tasks.tolist() == [2, 3]
+    assert table.records_in.tolist() == [6, 10] and table.rows_produced.tolist() == [2, 5]
+    assert table.shuffle_bytes.tolist() == [10, 3]
+    assert table.max_task_s.tolist() == [4.5, 8.5]
+    # stage 7 on 2 slots, in index order: 1.5 | 1.5, then 8.5 after the first -> 10
+    assert table.modeled_s.tolist() == [4.5, 10.0]
+    assert table.modeled_s.sum() == modeled_makespan(tasks, 2, costs)
+    assert stage_table(tasks.iloc[:0], 2, costs).empty
+
+
+@pytest.mark.parametrize("args, message", [
+    (["figure=amjoin/fig9"], "usage"),
+    (["figure=amjoin/nofig", "series=der", "x=1000"], "unknown figure"),
+    (["figure=amjoin/fig9", "series=nope", "x=1000"], "unknown series"),
+    (["figure=amjoin/fig9", "series=der", "x=3"], "not an x value"),
+    (["figure=amjoin/fig9", "series=der", "x=1000", "scale=huge"], "scale"),
+    (["figure=squall/table2", "series=eq5_shj", "x=0"], "batch_join figures"),
+])
+def test_stages_cli_rejects_bad_input_before_spark(args, message, capsys):
+    from experiments.stages import main
+
+    assert main(args) == 2
+    assert message in capsys.readouterr().err

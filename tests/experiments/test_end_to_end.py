@@ -94,3 +94,16 @@ def test_report_flags_points_whose_settings_changed(tiny_fig5):
                                     "hash_join": {"algorithm": "hash_join", "overrides": {"run.k": 1}}}}
     assert stale_points(changed, results) == sorted(
         results[results.series == "hash_join"].point_id.unique())
+
+
+@pytest.mark.slow
+def test_stages_cli_breaks_a_point_down_into_stages_that_sum_to_its_modeled_time():
+    proc = subprocess.run([sys.executable, "-m", "experiments.stages", "figure=amjoin/fig5",
+                           "series=hash_join", "x=1", "scale=tiny"], cwd=ROOT, text=True,
+                          capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "status ok" and "modeled_s" in lines[1]
+    per_stage = [float(line.split()[-1]) for line in lines[2:-1]]
+    total = float(lines[-1].split("modeled time ")[1].split(" s")[0])
+    assert len(per_stage) >= 2 and abs(sum(per_stage) - total) < 1e-3 * max(total, 1)

@@ -1,0 +1,83 @@
+"""Where one batch point's modeled time goes, stage by stage.
+
+``python -m experiments.stages figure=<paper>/<fig> series=<series> x=<x> [scale=small]
+[spark=local]`` runs the point as the runner does, writes nothing to ``results/``, and prints
+each Spark stage's tasks, exact counts, costliest task and modeled makespan on the figure's E
+executors; the makespans sum to the point's modeled time. It answers "why is this point
+slow?": a straggler task, a stage with many waves of small tasks, or many stages.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+from experiments.figure_spec import plain, x_values
+from experiments.kinds import load_kind
+from experiments.run import UsageError, _first_line, compose, point_context
+
+USAGE = ("usage: python -m experiments.stages figure=<paper>/<fig> series=<series> x=<x> "
+         "[scale=small] [spark=local]")
+
+
+def _x(figure: dict, scale: str, given: str):
+    """The figure's own x value that ``given`` names (so 1 and 1.0 are the same point)."""
+    values = x_values(figure, scale)
+    for v in values:
+        if str(v) == given:
+            return v
+        try:
+            if float(v) == float(given):
+                return v
+        except (TypeError, ValueError):
+            continue
+    raise UsageError(f"x={given} is not an x value of {figure['id']} at this scale; valid: "
+                     f"{', '.join(map(str, values))}")
+
+
+def stages(argv: list[str]) -> tuple[object, pd.DataFrame]:
+    opts = dict(a.split("=", 1) for a in argv if "=" in a)
+    missing = [k for k in ("figure", "series", "x") if k not in opts]
+    if missing or len(opts) != len(argv):
+        raise UsageError(USAGE)
+    from experiments.figures import figure_ids
+
+    if opts["figure"] not in figure_ids():
+        raise UsageError(f"unknown figure {opts['figure']!r}; valid: {', '.join(figure_ids())}")
+    try:
+        cfg = compose([f"figure={opts['figure']}", f"scale={opts.get('scale', 'small')}",
+                       f"spark={opts.get('spark', 'local')}"])
+    except Exception as exc:  # an unknown scale or Spark preset: Hydra names the valid ones
+        raise UsageError(_first_line(exc)) from None
+    figure = plain(cfg.figure)
+    if figure["kind"] != "batch_join":
+        raise UsageError(f"{figure['id']} is a {figure['kind']} figure; stages are reported for "
+                         "batch_join figures")
+    if opts["series"] not in figure["series"]:
+        raise UsageError(f"unknown series {opts['series']!r} for {figure['id']}; valid: "
+                         f"{', '.join(figure['series'])}")
+    x = _x(figure, cfg.scale.name, opts["x"])
+    outcome = load_kind(figure["kind"])(point_context(cfg, figure, opts["series"], x))
+    return outcome, outcome.stages if outcome.stages is not None else pd.DataFrame()
+
+
+def main(argv: list[str]) -> int:
+    try:
+        outcome, table = stages(argv)
+    except (UsageError, KeyError) as exc:
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    metrics = {k: v for k, (v, _) in outcome.metrics.items()}
+    print(f"status {outcome.status}" + (f" ({outcome.error})" if outcome.error else ""))
+    if not table.empty:
+        with pd.option_context("display.width", 200, "display.max_rows", 500):
+            print(table.to_string(index=False))
+        print(f"{len(table)} stages, {int(table.tasks.sum())} tasks; modeled time "
+              f"{table.modeled_s.sum():.3f} s on {int(metrics.get('executors', 0))} executors "
+              f"(local wall time {metrics.get('local_wall_time', float('nan')):.1f} s)")
+    return 0 if outcome.status in ("ok", "oom", "timeout") else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
