@@ -88,7 +88,17 @@ def figure_section(figure_id: str, scale: str, results_root: str) -> tuple[list[
         lines.append(f"| {v.id} | {_cell(v.claim)} | {_cell(v.check)} | {_cell(v.measured)} | "
                      f"**{v.verdict}** |")
     lines.append("")
+    lines += _findings(figure)
     return lines, tally
+
+
+def _findings(figure: dict) -> list[str]:
+    """A target's ``finding``: what was measured that explains its verdict at this scale."""
+    found = [(t["id"], t["finding"]) for t in figure.get("targets", []) if t.get("finding")]
+    if not found:
+        return []
+    return ["**Findings** (measured at scale=small; why a verdict is what it is)", "",
+            *[f"- **{tid}**: {_cell(text).strip()}" for tid, text in found], ""]
 
 
 def main(argv: list[str]) -> int:

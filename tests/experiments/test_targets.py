@@ -55,3 +55,14 @@ def test_check(check, expected):
 def test_unknown_check_type_is_an_error():
     with pytest.raises(ValueError, match="valid"):
         _verdict({"type": "vibes"})
+
+
+def test_report_lists_the_findings_of_targets_that_have_one():
+    from experiments.report import _findings
+
+    figure = {"targets": [{"id": "T1", "claim": "c", "finding": "two | parts\nmeasured"},
+                          {"id": "T2", "claim": "d"}]}
+    lines = _findings(figure)
+    assert lines[0].startswith("**Findings**")
+    assert lines[2] == "- **T1**: two \\| parts measured" and len(lines) == 4
+    assert _findings({"targets": [{"id": "T2", "claim": "d"}]}) == []
