@@ -119,21 +119,26 @@ def stage_table(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
     on ``executors`` slots (the column that sums to the run's modeled time)."""
     fn = lpt_schedule if schedule == "lpt" else list_schedule
     rows = []
-    if not tasks.empty:
-        ordered = tasks.sort_values(["stage_id", "task_index"])
-        for (sid, attempt), stage in ordered.groupby(["stage_id", "stage_attempt"], sort=True):
-            c = costs.task_costs(stage)
-            rows.append([int(sid), int(attempt), len(stage), int(stage["records_in"].sum()),
-                         int(stage["rows_produced"].sum()),
-                         int((stage["shuffle_read_bytes"] + stage["shuffle_write_bytes"]).sum()),
-                         float(c.max()), fn(c, executors)])
+    for (sid, attempt), stage in _stages(tasks):
+        c = costs.task_costs(stage)
+        rows.append([int(sid), int(attempt), len(stage), int(stage["records_in"].sum()),
+                     int(stage["rows_produced"].sum()),
+                     int((stage["shuffle_read_bytes"] + stage["shuffle_write_bytes"]).sum()),
+                     float(c.max()), fn(c, executors)])
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
+
+
+def _stages(tasks: pd.DataFrame):
+    """Each stage attempt's tasks, in stage order, tasks in launch (index) order."""
+    if tasks.empty:
+        return iter(())
+    return iter(tasks.sort_values(["stage_id", "task_index"])
+                .groupby(["stage_id", "stage_attempt"], sort=True))
 
 
 def stage_costs(tasks: pd.DataFrame, costs: BatchCosts) -> list[np.ndarray]:
     """Each stage attempt's task costs, tasks in launch (index) order."""
-    return [costs.task_costs(stage) for _, stage in tasks.sort_values(
-        ["stage_id", "task_index"]).groupby(["stage_id", "stage_attempt"], sort=True)]
+    return [costs.task_costs(stage) for _, stage in _stages(tasks)]
 
 
 def executor_imbalance(tasks: pd.DataFrame, executors: int, costs: BatchCosts) -> float:

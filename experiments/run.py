@@ -78,6 +78,19 @@ def _provenance(cfg: DictConfig, figure: dict, point: Point, chash: str, outcome
     }
 
 
+def require_figure(figure_id: str) -> None:
+    from experiments.figures import figure_ids
+
+    if figure_id not in figure_ids():
+        raise UsageError(f"unknown figure {figure_id!r}; valid: {', '.join(figure_ids())}")
+
+
+def require_series(figure: dict, series: str) -> None:
+    if series not in figure["series"]:
+        raise UsageError(f"unknown series {series!r} for {figure['id']}; valid: "
+                         f"{', '.join(figure['series'])}")
+
+
 def point_context(cfg: DictConfig, figure: dict, series: str, x: Any) -> PointContext:
     """What a kind needs to run one point of ``figure`` under the composed config ``cfg``."""
     spark_cfg = {"master": cfg.spark.master, "master_env": cfg.spark.master_env,
@@ -91,9 +104,7 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     """Run (or skip) one point and write its rows; return its status."""
     figure = plain(cfg.figure)
     series, x = cfg.point.series, cfg.point.x
-    if series not in figure["series"]:
-        raise UsageError(f"unknown series {series!r} for {figure['id']}; valid: "
-                         f"{', '.join(figure['series'])}")
+    require_series(figure, series)
     scale = cfg.scale.name
     point = Point(figure["id"], series, x_numeric(figure, x), x_label(x))
     folder = results_dir(_results_root(cfg), figure["id"])
@@ -157,10 +168,8 @@ def sweep_overrides(argv: list[str]) -> tuple[list[str], int]:
     fig = _given(overrides, "figure")
     if fig and "," in fig:
         raise UsageError("run one figure at a time (make reproduce-<paper> runs several)")
-    from experiments.figures import figure_ids
-
-    if fig is not None and fig not in figure_ids():
-        raise UsageError(f"unknown figure {fig!r}; valid: {', '.join(figure_ids())}")
+    if fig is not None:
+        require_figure(fig)
     plain_overrides = [o for o in overrides if "," not in o.split("=", 1)[-1]
                        and not o.split("=", 1)[0].startswith(("point.", "hydra."))]
     cfg = compose(plain_overrides)

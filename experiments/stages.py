@@ -15,7 +15,14 @@ import pandas as pd
 
 from experiments.figure_spec import plain, x_values
 from experiments.kinds import load_kind
-from experiments.run import UsageError, _first_line, compose, point_context
+from experiments.run import (
+    UsageError,
+    _first_line,
+    compose,
+    point_context,
+    require_figure,
+    require_series,
+)
 
 USAGE = ("usage: python -m experiments.stages figure=<paper>/<fig> series=<series> x=<x> "
          "[scale=small] [spark=local]")
@@ -41,10 +48,7 @@ def stages(argv: list[str]) -> tuple[object, pd.DataFrame]:
     missing = [k for k in ("figure", "series", "x") if k not in opts]
     if missing or len(opts) != len(argv):
         raise UsageError(USAGE)
-    from experiments.figures import figure_ids
-
-    if opts["figure"] not in figure_ids():
-        raise UsageError(f"unknown figure {opts['figure']!r}; valid: {', '.join(figure_ids())}")
+    require_figure(opts["figure"])
     try:
         cfg = compose([f"figure={opts['figure']}", f"scale={opts.get('scale', 'small')}",
                        f"spark={opts.get('spark', 'local')}"])
@@ -54,9 +58,7 @@ def stages(argv: list[str]) -> tuple[object, pd.DataFrame]:
     if figure["kind"] != "batch_join":
         raise UsageError(f"{figure['id']} is a {figure['kind']} figure; stages are reported for "
                          "batch_join figures")
-    if opts["series"] not in figure["series"]:
-        raise UsageError(f"unknown series {opts['series']!r} for {figure['id']}; valid: "
-                         f"{', '.join(figure['series'])}")
+    require_series(figure, opts["series"])
     x = _x(figure, cfg.scale.name, opts["x"])
     outcome = load_kind(figure["kind"])(point_context(cfg, figure, opts["series"], x))
     return outcome, outcome.stages if outcome.stages is not None else pd.DataFrame()

@@ -21,10 +21,12 @@ LARGE = pd.DataFrame({"key": [1] * 8 + [2, 2, 3, 4, 5, 6, None], "a": range(15)}
 SMALL = pd.DataFrame({"key": [1, 1, 2, 8, 8, 9, None], "b": ["x", "x", "y", "z", "w", "v", "n"]})
 
 
-def run(spark, left: pd.DataFrame, right: pd.DataFrame, how: str, **ctx_kw):
+def run(spark, left: pd.DataFrame, right: pd.DataFrame, how: str, key_type: str | None = "Int64",
+        **ctx_kw):
     ctx = BatchContext(spark, executors=3, partitions=4, **ctx_kw)
-    sl = to_spark(spark, left.astype({"key": "Int64"}))
-    sr = to_spark(spark, right.astype({"key": "Int64"}))
+    if key_type is not None:
+        left, right = left.astype({"key": key_type}), right.astype({"key": key_type})
+    sl, sr = to_spark(spark, left), to_spark(spark, right)
     result = get("ib_join").load()(ctx, sl, sr, JoinSpec("key", how))
     with sql_conf(spark, result.sql_conf):
         out = result.output.toPandas()
@@ -65,13 +67,9 @@ def test_key_sets_beyond_the_literal_limit_go_by_broadcast_join(spark, monkeypat
 def test_string_keys_right_outer(spark):
     large = pd.DataFrame({"key": ["a", "a", "b", None], "x": range(4)})
     small = pd.DataFrame({"key": ["a", "c", "c", None], "y": range(4)})
-    ctx = BatchContext(spark, executors=2, partitions=4)
-    result = get("ib_join").load()(ctx, to_spark(spark, large), to_spark(spark, small),
-                                   JoinSpec("key", "right"))
-    with sql_conf(spark, result.sql_conf):
-        out = result.output.toPandas()
-    amjoin_common.release_all()
+    out, extra = run(spark, large, small, "right", key_type=None)
     assert_same_rows(out, oracle_join(large, small, "key", "right"))
+    assert (extra["keys_joined"], extra["keys_unjoinable"]) == (1, 1)
 
 
 def test_empty_sides(spark):
