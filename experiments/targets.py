@@ -102,6 +102,13 @@ def _check_trend(results, spec):
 
 def _check_bound(results, spec):
     values = _metric(results, spec["series"], spec["metric"], spec)
+    if "below" in spec:  # a bound that is itself a metric of each point, e.g. Ineq. 3 at its ℓ_max
+        bound = _metric(results, spec["series"], spec["below"], spec)
+        both = pd.DataFrame({"v": values, "b": bound}).dropna()
+        if both.empty:
+            raise _NoData(f"no point of {spec['series']} has both {spec['metric']} and {spec['below']}")
+        return (bool((both.v < both.b).all()),
+                ", ".join(f"{x:g}: {r.v:.3g} < {r.b:.3g}" for x, r in both.iterrows()))
     ok = bool(((values >= spec.get("min", float("-inf"))) & (values <= spec.get("max", float("inf")))).all())
     if "max_over_min" in spec:
         ok &= bool(values.max() / values.min() <= spec["max_over_min"])

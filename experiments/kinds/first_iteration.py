@@ -7,12 +7,11 @@ from datagen.amjoin_toy import FIG3_PARAMS, FIG3_PARTITIONS, FIG3_R, FIG3_S
 from experiments.kinds import PointContext, PointOutcome
 from experiments.spark_session import get_spark
 from joins.api import BatchContext
-from joins.batch.hot_keys import max_iterations_bound, sublists
+from joins.batch.hot_keys import sublists
 from joins.batch.tree_join import TreeOptions, TreeStats, initial_index_parts, partition_loads
 
-# The chunking arithmetic of the paper's worked examples (T1, T2), computed by the same
-# functions Tree-Join uses: list length -> sub-list pairs, and the iteration bound for the
-# paper's settings (10^5-record lists, hot threshold 100).
+# The chunking arithmetic of the paper's worked examples (T1), computed by the same function
+# Tree-Join uses: list length -> sub-list pairs.
 CHUNKING_EXAMPLES = (10**5, 10**4, 10**3)
 
 
@@ -35,7 +34,6 @@ def run_point(pc: PointContext) -> PointOutcome:
                    "total_pairs": (sum(loads), "pairs")}
     for n in CHUNKING_EXAMPLES:
         out.metrics[f"sublist_pairs_{n}"] = (sublists(n) ** 2, "pairs")
-    out.metrics["iteration_bound_1e5_tau100"] = (max_iterations_bound(10**5, 100), "iterations")
     out.series_rows = [{"metric": "partition_pairs", "value": n, "unit": "pairs", "t": i}
                        for i, n in enumerate(loads)]
     return out

@@ -42,6 +42,7 @@ For the Basic variant the first index holds whole key groups; for ``tree_join`` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -56,6 +57,7 @@ from joins.batch.hot_keys import (
     hot_keys_frame,
     hot_params,
     is_hot_col,
+    max_iterations_bound,
     sublist_length_col,
     sublists,
     sublists_col,
@@ -106,6 +108,11 @@ class TreeStats:
     iterations: int = 0
     index_entries: int = 0
     max_group_records: int = 0
+    # Ineq. 3's quantities: the effective length sqrt(ℓ1·ℓ2) of the longest pair of joined lists,
+    # and how many times it was chunked (treeJoin's unraveling at index build is the first)
+    l_max: float = 0.0
+    chunking_rounds: int = 0
+    threshold: float = 0.0
     replicated_records: int = 0
     hot_keys_left: int = 0
     hot_keys_right: int = 0
@@ -114,7 +121,12 @@ class TreeStats:
     entries_per_iteration: list[int] = field(default_factory=list)
 
     def extra(self) -> dict[str, float]:
-        out = {k: float(v) for k, v in self.__dict__.items() if not isinstance(v, list)}
+        out = {k: float(v) for k, v in self.__dict__.items()
+               if not isinstance(v, list) and k != "threshold"}
+        if self.chunking_rounds:
+            # Ineq. 3 counts the rounds after the first (t < log_{3/2}(log_{1+λ} ℓ_max) - 1), so
+            # all of them stay below log_{3/2}(log_{1+λ} ℓ_max)
+            out["chunking_rounds_bound"] = max_iterations_bound(self.l_max, self.threshold) + 1
         for i, n in enumerate(self.entries_per_iteration, start=1):
             out[f"index_entries_it{i}"] = float(n)
         return out
@@ -315,14 +327,16 @@ def next_index(hot: DataFrame, opts: TreeOptions, iteration: int) -> DataFrame:
     return chunks.repartition(opts.partitions, target)
 
 
-def index_stats(idx: DataFrame, opts: TreeOptions) -> tuple[int, int, int]:
-    """(entries, hot entries, largest entry's records): one action on the persisted index."""
+def index_stats(idx: DataFrame, opts: TreeOptions) -> tuple[int, int, int, float]:
+    """(entries, hot entries, largest entry's records, largest effective length sqrt(ℓ1·ℓ2)):
+    one action on the persisted index."""
     row = idx.agg(
         F.count(F.lit(1)),
         F.sum(_is_hot(opts).cast("long")),
         F.max(_held()),
+        F.max(F.sqrt(_len1().cast("double") * _len2().cast("double"))),
     ).collect()[0]
-    return int(row[0]), int(row[1] or 0), int(row[2] or 0)
+    return int(row[0]), int(row[1] or 0), int(row[2] or 0), float(row[3] or 0.0)
 
 
 def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: TreeStats,
@@ -330,12 +344,14 @@ def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: 
     """The driver loop of Alg. 1/6: iterate until the joined index is empty; the partial results."""
     partials: list[DataFrame] = []
     iteration = 0
+    stats.threshold = opts.threshold
     while True:
         idx = C.persist(idx)
-        entries, hot, held = index_stats(idx, opts)
+        entries, hot, held, longest = index_stats(idx, opts)
         if entries == 0:
             break
         iteration += 1
+        stats.l_max = max(stats.l_max, longest)
         stats.index_entries += entries
         stats.entries_per_iteration.append(entries)
         stats.max_group_records = max(stats.max_group_records, held)
@@ -344,6 +360,7 @@ def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: 
         partials.append(cold_pairs(idx.filter(~hot_flag), opts))
         if hot == 0:
             break
+        stats.chunking_rounds += 1
         idx = next_index(idx.filter(hot_flag), opts, iteration)
     stats.iterations = iteration
     return partials
@@ -379,6 +396,8 @@ def initial_index_parts(ctx: BatchContext, left: DataFrame, right: DataFrame, on
     dl = [sublists(a) for a, _ in krs.values()]
     dr = [sublists(b) for _, b in krs.values()]
     hot = hot_keys_frame(ctx.spark, krs, left.schema[on].dataType, {"_dl": dl, "_dr": dr})
+    stats.l_max = max(math.sqrt(a * b) for a, b in krs.values())
+    stats.chunking_rounds = 1  # unraveling chunks every shared hot key's lists
     stats.broadcast_bytes += len(krs) * (C.key_bytes(left, on) + 16)
     lh, lc = _split_by_hot(left, on, hot)
     if opts.self_join:

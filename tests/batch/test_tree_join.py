@@ -90,6 +90,20 @@ def test_fig2_tree_join_basic_iterations(spark):
     # joined_index_2: the two hot (2,3) pairs of key 1, each chunked into 2x2
     assert extra["iterations"] == 3
     assert [extra[f"index_entries_it{i}"] for i in (1, 2, 3)] == [6, 8, 8]
+    # Ineq. 3 on the toy: key 1's lists (4 x 5, ℓ = √20) are chunked twice, below
+    # log_{3/2}(log_{1+λ} √20) ≈ 2.58 with 1+λ = 2.2^(2/3)
+    assert extra["l_max"] == pytest.approx(20 ** 0.5)
+    assert extra["chunking_rounds"] == 2
+    assert extra["chunking_rounds_bound"] == pytest.approx(2.58, abs=0.01)
+
+
+def test_chunking_rounds_count_unraveling(spark):
+    """treeJoin's unraveling at index build is its first chunking round; ℓ_max comes from κ_RS."""
+    _, extra = run(spark, "tree_join", FIG_R, FIG_S, params=FIG_PARAMS)
+    assert extra["l_max"] == pytest.approx(20 ** 0.5)
+    assert extra["chunking_rounds"] == extra["iterations"]  # unravel + every iteration but the last
+    _, cold = run(spark, "tree_join", FIG_R, FIG_S, params={"hot_threshold": 100})
+    assert cold["chunking_rounds"] == 0 and "chunking_rounds_bound" not in cold
 
 
 def _first_iteration_loads(spark, basic: bool, seed: int) -> list[int]:

@@ -66,3 +66,16 @@ def test_report_lists_the_findings_of_targets_that_have_one():
     assert lines[0].startswith("**Findings**")
     assert lines[2] == "- **T1**: two \\| parts measured" and len(lines) == 4
     assert _findings({"targets": [{"id": "T2", "claim": "d"}]}) == []
+
+
+def test_bound_below_another_metric_of_each_point():
+    """`below`: each point's metric under that point's own bound (e.g. Ineq. 3 at its ℓ_max)."""
+    rows = pd.concat([_results({"a": {0.5: 1.0, 1.0: 2.0}}),
+                      _results({"a": {0.5: 1.7, 1.0: 2.7}}).assign(metric="u")])
+    check = {"type": "bound", "metric": "t", "series": "a", "below": "u"}
+    verdict = evaluate([{"id": "T", "claim": "c", "check": check}], rows)[0]
+    assert verdict.verdict == "met" and verdict.measured == "0.5: 1 < 1.7, 1: 2 < 2.7"
+    tight = rows.assign(value=rows.value.where(rows.metric == "u", 2.0))
+    assert evaluate([{"id": "T", "claim": "c", "check": check}], tight)[0].verdict == "not met"
+    missing = {**check, "below": "nope"}
+    assert evaluate([{"id": "T", "claim": "c", "check": missing}], rows)[0].verdict == "not checkable"
