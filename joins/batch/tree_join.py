@@ -109,7 +109,8 @@ class TreeStats:
     index_entries: int = 0
     max_group_records: int = 0
     # Ineq. 3's quantities: the effective length sqrt(ℓ1·ℓ2) of the longest pair of joined lists,
-    # and how many times it was chunked (treeJoin's unraveling at index build is the first)
+    # and the longest chain of chunkings of one key (treeJoin's unraveling at index build is a
+    # chain's first)
     l_max: float = 0.0
     chunking_rounds: int = 0
     threshold: float = 0.0
@@ -170,6 +171,17 @@ def _split_by_hot(df: DataFrame, on: str, hot: DataFrame) -> tuple[DataFrame, Da
     return hot_part, cold_part
 
 
+def _unraveled_tag(i: str, j: str) -> Column:
+    """The tag of an unraveled sub-list entry: odd, so its chunks are told from those of a whole
+    key (tag 0, even chunks) when counting chunking rounds per chain."""
+    return F.xxhash64(i, j).bitwiseOR(F.lit(1))
+
+
+def _chunk_tag(i: str, j: str) -> Column:
+    """A sub-list pair's tag: a hash of its parent's tag and ids, keeping the parent's parity."""
+    return (F.xxhash64(_T, i, j).bitwiseAND(F.lit(-2))).bitwiseOR(F.col(_T).bitwiseAND(F.lit(1)))
+
+
 def _own_sublist(rec: Column, n_sublists: Column, side: int, opts: TreeOptions) -> Column:
     """getRandom({0..δ-1}) made reproducible: a hash of the record (and its position), seed, side."""
     parts = [rec, F.lit(opts.seed), F.lit(side)]
@@ -205,7 +217,7 @@ def unraveled_index(left_hot: DataFrame, right_hot: DataFrame, on: str, left: Da
         .repartition(opts.partitions, _K, "_i", "_j")
         .groupBy(_K, "_i", "_j")
         .agg(F.collect_list("_l").alias(_L1), F.collect_list("_r").alias(_L2))
-        .select(_K, F.xxhash64("_i", "_j").alias(_T), _L1, _L2, F.lit(False).alias(_SELF))
+        .select(_K, _unraveled_tag("_i", "_j").alias(_T), _L1, _L2, F.lit(False).alias(_SELF))
     )
 
 
@@ -229,7 +241,7 @@ def unraveled_self_index(rel_hot: DataFrame, on: str, rel: DataFrame,
         u.repartition(opts.partitions, _K, "_i", "_j")
         .groupBy(_K, "_i", "_j")
         .agg(F.collect_list("_l").alias(_L1), F.collect_list("_r").alias(_L2))
-        .select(_K, F.xxhash64("_i", "_j").alias(_T), _L1, _L2,
+        .select(_K, _unraveled_tag("_i", "_j").alias(_T), _L1, _L2,
                 (F.col("_i") == F.col("_j")).alias(_SELF))
     )
 
@@ -316,7 +328,7 @@ def _chunk(hot: DataFrame, opts: TreeOptions) -> DataFrame:
         l2_type = ArrayType(hot.schema[_L1].dataType.elementType, True)
         second = (F.when(diag, F.array().cast(l2_type))
                   .when(is_self, sub(F.col(_L1), "_j", "_c2")).otherwise(second))
-    return h.select(_K, F.xxhash64(_T, "_i", "_j").alias(_T), sub(F.col(_L1), "_i", "_c1").alias(_L1),
+    return h.select(_K, _chunk_tag("_i", "_j").alias(_T), sub(F.col(_L1), "_i", "_c1").alias(_L1),
                     second.alias(_L2), diag.alias(_SELF))
 
 
@@ -327,16 +339,27 @@ def next_index(hot: DataFrame, opts: TreeOptions, iteration: int) -> DataFrame:
     return chunks.repartition(opts.partitions, target)
 
 
-def index_stats(idx: DataFrame, opts: TreeOptions) -> tuple[int, int, int, float]:
-    """(entries, hot entries, largest entry's records, largest effective length sqrt(ℓ1·ℓ2)):
-    one action on the persisted index."""
+@dataclass(frozen=True)
+class IndexStats:
+    entries: int
+    hot: int
+    hot_unraveled: int  # hot entries descending from treeJoin's unraveling (odd tags)
+    held: int  # the largest entry's records
+    longest: float  # the largest effective length sqrt(ℓ1·ℓ2)
+
+
+def index_stats(idx: DataFrame, opts: TreeOptions) -> IndexStats:
+    """One action on the persisted index."""
+    hot = _is_hot(opts)
     row = idx.agg(
         F.count(F.lit(1)),
-        F.sum(_is_hot(opts).cast("long")),
+        F.sum(hot.cast("long")),
+        F.sum((hot & (F.col(_T).bitwiseAND(F.lit(1)) == 1)).cast("long")),
         F.max(_held()),
         F.max(F.sqrt(_len1().cast("double") * _len2().cast("double"))),
     ).collect()[0]
-    return int(row[0]), int(row[1] or 0), int(row[2] or 0), float(row[3] or 0.0)
+    return IndexStats(int(row[0]), int(row[1] or 0), int(row[2] or 0), int(row[3] or 0),
+                      float(row[4] or 0.0))
 
 
 def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: TreeStats,
@@ -347,20 +370,23 @@ def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: 
     stats.threshold = opts.threshold
     while True:
         idx = C.persist(idx)
-        entries, hot, held, longest = index_stats(idx, opts)
-        if entries == 0:
+        st = index_stats(idx, opts)
+        if st.entries == 0:
             break
         iteration += 1
-        stats.l_max = max(stats.l_max, longest)
-        stats.index_entries += entries
-        stats.entries_per_iteration.append(entries)
-        stats.max_group_records = max(stats.max_group_records, held)
-        ctx.require_memory("largest key group", held * record_bytes)
+        stats.l_max = max(stats.l_max, st.longest)
+        stats.index_entries += st.entries
+        stats.entries_per_iteration.append(st.entries)
+        stats.max_group_records = max(stats.max_group_records, st.held)
+        ctx.require_memory("largest key group", st.held * record_bytes)
         hot_flag = _is_hot(opts)
         partials.append(cold_pairs(idx.filter(~hot_flag), opts))
-        if hot == 0:
+        if st.hot == 0:
             break
-        stats.chunking_rounds += 1
+        # the longest chain of chunkings: an entry of iteration k has been chunked k - 1 times,
+        # once more if it descends from the unraveling; chunking it now adds one
+        stats.chunking_rounds = max(stats.chunking_rounds,
+                                    iteration + (st.hot_unraveled > 0))
         idx = next_index(idx.filter(hot_flag), opts, iteration)
     stats.iterations = iteration
     return partials
@@ -397,7 +423,7 @@ def initial_index_parts(ctx: BatchContext, left: DataFrame, right: DataFrame, on
     dr = [sublists(b) for _, b in krs.values()]
     hot = hot_keys_frame(ctx.spark, krs, left.schema[on].dataType, {"_dl": dl, "_dr": dr})
     stats.l_max = max(math.sqrt(a * b) for a, b in krs.values())
-    stats.chunking_rounds = 1  # unraveling chunks every shared hot key's lists
+    stats.chunking_rounds = 1  # unraveling is the first chunking of every shared hot key
     stats.broadcast_bytes += len(krs) * (C.key_bytes(left, on) + 16)
     lh, lc = _split_by_hot(left, on, hot)
     if opts.self_join:

@@ -97,11 +97,19 @@ def test_fig2_tree_join_basic_iterations(spark):
     assert extra["chunking_rounds_bound"] == pytest.approx(2.58, abs=0.01)
 
 
-def test_chunking_rounds_count_unraveling(spark):
-    """treeJoin's unraveling at index build is its first chunking round; ℓ_max comes from κ_RS."""
-    _, extra = run(spark, "tree_join", FIG_R, FIG_S, params=FIG_PARAMS)
-    assert extra["l_max"] == pytest.approx(20 ** 0.5)
-    assert extra["chunking_rounds"] == extra["iterations"]  # unravel + every iteration but the last
+def test_chunking_rounds_follow_one_key(spark):
+    """Rounds are the longest chain of chunkings of one key, not the iterations that chunk
+    anything: key 1 (200 x 200, hot in both) is unraveled into sub-lists of ~33 that stay cold;
+    key 2 (2000 x 5, hot in R only, so not unraveled) is chunked once in iteration 1."""
+    left = pd.DataFrame({"key": [1] * 200 + [2] * 2000, "a": range(2200)})
+    right = pd.DataFrame({"key": [1] * 200 + [2] * 5, "b": [f"s{i}" for i in range(205)]})
+    out, extra = run(spark, "tree_join", left, right, params={"hot_threshold": 100})
+    assert len(out) == 200 * 200 + 2000 * 5
+    assert extra["hot_keys_both"] == 1 and extra["iterations"] == 2
+    assert extra["chunking_rounds"] == 1
+    assert extra["l_max"] == pytest.approx(200)  # key 1; key 2's sqrt(2000 x 5) = 100
+    _, basic = run(spark, "tree_join_basic", left, right, params={"hot_threshold": 100})
+    assert basic["chunking_rounds"] == basic["iterations"] - 1 == 1
     _, cold = run(spark, "tree_join", FIG_R, FIG_S, params={"hot_threshold": 100})
     assert cold["chunking_rounds"] == 0 and "chunking_rounds_bound" not in cold
 
