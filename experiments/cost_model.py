@@ -110,13 +110,15 @@ def modeled_makespan(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
 
 
 STAGE_COLUMNS = ["stage_id", "attempt", "tasks", "records_in", "rows_produced", "shuffle_bytes",
-                 "max_task_s", "modeled_s"]
+                 "max_task_s", "modeled_s", "constants_s"]
 
 
 def stage_table(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
                 schedule: str = "list") -> pd.DataFrame:
-    """Per stage attempt: its tasks' exact counts, its costliest task and its modeled makespan
-    on ``executors`` slots (the column that sums to the run's modeled time)."""
+    """Per stage attempt: its tasks' exact counts, its costliest task, its modeled makespan on
+    ``executors`` slots (the column that sums to the run's modeled time) and the part of it the
+    per-task constant alone would take (its waves of tasks, ⌈tasks / executors⌉ x per_task):
+    what a run of many stages pays whatever its counts."""
     fn = lpt_schedule if schedule == "lpt" else list_schedule
     rows = []
     for (sid, attempt), stage in _stages(tasks):
@@ -124,7 +126,8 @@ def stage_table(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
         rows.append([int(sid), int(attempt), len(stage), int(stage["records_in"].sum()),
                      int(stage["rows_produced"].sum()),
                      int((stage["shuffle_read_bytes"] + stage["shuffle_write_bytes"]).sum()),
-                     float(c.max()), fn(c, executors)])
+                     float(c.max()), fn(c, executors),
+                     -(-len(stage) // executors) * costs.per_task])
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
 
 

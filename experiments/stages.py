@@ -4,7 +4,8 @@
 [spark=local]`` runs the point as the runner does, writes nothing to ``results/``, and prints
 each Spark stage's tasks, exact counts, costliest task and modeled makespan on the figure's E
 executors; the makespans sum to the point's modeled time. It answers "why is this point
-slow?": a straggler task, a stage with many waves of small tasks, or many stages.
+slow?": a straggler task, a stage with many waves of small tasks, or many stages (the
+``constants_s`` column: the waves of the calibrated per-task constant alone).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def main(argv: list[str]) -> int:
         with pd.option_context("display.width", 200, "display.max_rows", 500):
             print(table.to_string(index=False))
         print(f"{len(table)} stages, {int(table.tasks.sum())} tasks; modeled time "
-              f"{table.modeled_s.sum():.3f} s on {int(metrics.get('executors', 0))} executors "
+              f"{table.modeled_s.sum():.3f} s on {int(metrics.get('executors', 0))} executors, "
+              f"of which {table.constants_s.sum():.3f} s are the per-task constant's waves "
               f"(local wall time {metrics.get('local_wall_time', float('nan')):.1f} s)")
     return 0 if outcome.status in ("ok", "oom", "timeout") else 1
 

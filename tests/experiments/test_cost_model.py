@@ -160,6 +160,7 @@ def test_stage_table_counts_each_stage_and_its_makespans_sum_to_the_modeled_time
     assert table.max_task_s.tolist() == [4.5, 8.5]
     # stage 7 on 2 slots, in index order: 1.5 | 1.5, then 8.5 after the first -> 10
     assert table.modeled_s.tolist() == [4.5, 10.0]
+    assert table.constants_s.tolist() == [0.5, 1.0]  # one wave, then two waves of 0.5
     assert table.modeled_s.sum() == modeled_makespan(tasks, 2, costs)
     assert stage_table(tasks.iloc[:0], 2, costs).empty
 
