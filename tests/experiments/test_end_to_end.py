@@ -104,6 +104,11 @@ def test_stages_cli_breaks_a_point_down_into_stages_that_sum_to_its_modeled_time
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert lines[0] == "status ok" and "modeled_s" in lines[1]
-    per_stage = [float(line.split()[-1]) for line in lines[2:-1]]
+    header = lines[1].split()
+    rows = [dict(zip(header, map(float, line.split()), strict=True)) for line in lines[2:-1]]
     total = float(lines[-1].split("modeled time ")[1].split(" s")[0])
-    assert len(per_stage) >= 2 and abs(sum(per_stage) - total) < 1e-3 * max(total, 1)
+    constants = float(lines[-1].split("of which ")[1].split(" s")[0])
+    assert len(rows) >= 2 and abs(sum(r["modeled_s"] for r in rows) - total) < 1e-3 * max(total, 1)
+    # the per-task constant's waves: part of every stage's makespan, summed on the last line
+    assert all(0 < r["constants_s"] <= r["modeled_s"] + 1e-9 for r in rows)
+    assert abs(sum(r["constants_s"] for r in rows) - constants) < 1e-3 * max(constants, 1)
