@@ -15,12 +15,15 @@ FAIL_LABELS = {"oom": "out of memory (scaled budget)", "timeout": "deadline pass
 
 
 def series_colors(names: list[str]) -> dict[str, str]:
-    cmap = plt.get_cmap("tab10")
-    return {n: cmap(i % 10) for i, n in enumerate(names)}
+    """tab10 for the first ten series, then Dark2's darker shades (drawn dashed), so an
+    eleventh series is not drawn in the first one's colour."""
+    palettes = [plt.get_cmap("tab10").colors, plt.get_cmap("Dark2").colors]
+    colors = [c for pal in palettes for c in pal]
+    return {n: colors[i % len(colors)] for i, n in enumerate(names)}
 
 
 def series_linestyles(names: list[str]) -> dict[str, str]:
-    """Solid for the first ten series, then dashed, dotted: tab10 colours repeat after ten."""
+    """Solid for the first ten series, then dashed, dotted (the second palette's series)."""
     styles = ("-", "--", ":")
     return {n: styles[(i // 10) % len(styles)] for i, n in enumerate(names)}
 

@@ -41,3 +41,12 @@ def test_redraw_is_byte_identical(tmp_path, monkeypatch):
         assert png is not None
         drawn.append((png.read_bytes(), png.with_suffix(".pdf").read_bytes()))
     assert drawn[0] == drawn[1] and len(drawn[0][1]) > 1000
+
+
+def test_series_beyond_ten_get_their_own_colour_and_a_dashed_line():
+    from figures.style import series_colors, series_linestyles
+
+    names = [f"s{i}" for i in range(12)]
+    colors, styles = series_colors(names), series_linestyles(names)
+    assert len({tuple(c) for c in colors.values()}) == 12
+    assert [styles[n] for n in names] == ["-"] * 10 + ["--"] * 2
