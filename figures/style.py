@@ -15,10 +15,10 @@ FAIL_LABELS = {"oom": "out of memory (scaled budget)", "timeout": "deadline pass
 
 
 def series_colors(names: list[str]) -> dict[str, str]:
-    """tab10 for the first ten series, then Dark2's darker shades (drawn dashed), so an
-    eleventh series is not drawn in the first one's colour."""
-    palettes = [plt.get_cmap("tab10").colors, plt.get_cmap("Dark2").colors]
-    colors = [c for pal in palettes for c in pal]
+    """tab10 for the first ten series, then black and Dark2's darker shades (drawn dashed),
+    so an eleventh series is not drawn in the first one's colour."""
+    palettes = [plt.get_cmap("tab10").colors, [(0.0, 0.0, 0.0)], plt.get_cmap("Dark2").colors]
+    colors = [tuple(c) for pal in palettes for c in pal]
     return {n: colors[i % len(colors)] for i, n in enumerate(names)}
 
 
