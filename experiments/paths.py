@@ -10,3 +10,4 @@ RESULTS = ROOT / "results"
 FIGURES = ROOT / "figures"
 SCRATCH = ROOT / "scratch"  # ignored: tiny-scale results, data cache, Spark event logs
 DATA_CACHE = SCRATCH / "data"
+ONLINE_SCRATCH = SCRATCH / "online"  # online runs' output pairs and spilled state

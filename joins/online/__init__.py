@@ -84,13 +84,13 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
     policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
                      band=band, **operator_params)
     parts = partitions or max(1, min(joiners, executor_cores(spark)))
-    from experiments.paths import SCRATCH
+    from experiments.paths import ONLINE_SCRATCH
 
     run_id = uuid.uuid4().hex[:12]
     pairs_dir = None
     if output is not None:
-        pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(SCRATCH / "online")))
-    spill_dir = _mk(SCRATCH / "online" / f"spill-{run_id}") if spill != "charge" else None
+        pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(ONLINE_SCRATCH)))
+    spill_dir = _mk(ONLINE_SCRATCH / f"spill-{run_id}") if spill != "charge" else None
     cfg = RunConfig(band=band, want_pairs=collect_output,
                     pairs_dir=str(pairs_dir) if pairs_dir else None,
                     budget_tuples=memory_budget_tuples, spill=spill,
