@@ -167,6 +167,23 @@ def test_other_tables_and_filter_columns(tmp_path):
     assert abs(top - 15000 * zipf_pmf(1.0, 1000)[0]) < 4 * np.sqrt(15000 * zipf_pmf(1.0, 1000)[0])
 
 
+def test_shipdate_skew_draws_from_its_own_dates(plain, tmp_path):
+    """l_shipdate (E_Q7's selection, B_CI's band attribute): a date column skewed over the
+    dates tpchgen wrote, keeping its type; the other lineitem columns are untouched."""
+    out = tmp_path / "shipdate"
+    tpch.generate({"sf": SF, "z": 1.0, "columns": ["l_shipdate"], "tables": ["lineitem"]},
+                  out, None, False)
+    li, base = tbl(out, "lineitem"), tbl(plain, "lineitem")
+    assert q(f"SELECT typeof(l_shipdate) FROM {li} LIMIT 1") == [("DATE",)]
+    assert q(f"SELECT count(*) FROM {li} WHERE l_shipdate NOT IN "
+             f"(SELECT l_shipdate FROM {base})") == [(0,)]
+    [(domain,)] = q(f"SELECT count(DISTINCT l_shipdate) FROM {base}")
+    [(top,)] = q(f"SELECT max(c) FROM (SELECT count(*) c FROM {li} GROUP BY l_shipdate)")
+    expected = TPCH_ROWS["lineitem"] * zipf_pmf(1.0, domain)[0]
+    assert abs(top - expected) < 4 * np.sqrt(expected) + 2, (top, expected)
+    assert q(f"SELECT l_orderkey, l_quantity FROM {li}") == q(f"SELECT l_orderkey, l_quantity FROM {base}")
+
+
 @pytest.mark.parametrize("params,needle", [
     ({"z": -0.5}, "z must be"),
     ({"sf": 0}, "sf must be > 0"),
