@@ -9,7 +9,9 @@ Settings come from the figure config (see ``conf/figure/squall/*.yaml``):
 * ``run``: ``joiners``, ``order`` (``random`` | ``fluct``), ``k``, ``controller`` (``exact`` |
   ``sampled``), ``batch_size``, ``partitions``, ``tuple_bytes`` (modeled bytes per stored tuple),
   ``warmup_fraction`` (DYNAMIC's warm-up as a share of the stream; a ``warmup_tuples`` rule
-  wins), ``weak_factor`` (multiplies sf and joiners together: weak scaling),
+  wins), ``weak_factor`` (multiplies sf and joiners together: weak scaling; with
+  ``weak_batches: true`` also ``batch_size``, so every joiner gets as many tuples per
+  micro-batch at every factor),
   ``memory_budget_factor`` (multiplies the scaled budget: the out-of-core runs),
   ``migration_rate``, ``operator_params``, ``samples`` (points of the ILF/ILF* trace).
 * ``rules``: ``memory_budget_bytes`` per joiner (the paper's 2 GB heap, scaled with the data by
@@ -232,6 +234,14 @@ def _settings(pc: PointContext) -> tuple[dict, dict, dict]:
                    "algorithm": s["algorithm"]}
 
 
+def _batch_size(run: dict) -> int:
+    """Tuples per micro-batch; under ``weak_batches`` times the weak-scaling factor, since the
+    modeled time sums each micro-batch's slowest joiner and a fixed batch spread over more
+    joiners has a slowest joiner further above the mean."""
+    factor = float(run["weak_factor"]) if run.get("weak_batches") else 1.0
+    return max(1, int(round(int(run["batch_size"]) * factor)))
+
+
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from experiments.spark_session import get_spark
@@ -268,7 +278,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         # the running migration, which ends at a batch boundary), so a warm-up much shorter
         # than a batch would measure the batch size, not Algorithm 2.
         warm = max(warm, int(math.ceil(float(run.get("warmup_min_batches", 0))
-                                       * int(run["batch_size"]))))
+                                       * _batch_size(run))))
         op_params.setdefault("warmup", warm)
         warm = int(op_params["warmup"])
     order, k = run.get("order", "random"), run.get("k")
@@ -280,7 +290,7 @@ def run_point(pc: PointContext) -> PointOutcome:
                          operator=algorithm, joiners=joiners, on="key", band=band, order=order,
                          k=k, seed=int(params["seed"]),
                          controller=run.get("controller", "exact"),
-                         batch_size=int(run["batch_size"]), memory_budget_tuples=budget,
+                         batch_size=_batch_size(run), memory_budget_tuples=budget,
                          spill=run.get("spill", "charge"), cost=cost, progress=pc.progress,
                          partitions=run.get("partitions"),
                          migration_rate=float(run.get("migration_rate", 2.0)), **op_params)

@@ -178,3 +178,12 @@ def test_stages_cli_rejects_bad_input_before_spark(args, message, capsys):
 
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_weak_batches_scale_the_micro_batch_with_the_weak_factor():
+    from experiments.kinds.online_join import _batch_size
+
+    run = {"batch_size": 15000, "weak_factor": 4.0}
+    assert _batch_size(run) == 15000
+    assert _batch_size({**run, "weak_batches": True}) == 60000
+    assert _batch_size({**run, "weak_factor": 1.0, "weak_batches": True}) == 15000
