@@ -110,24 +110,27 @@ def modeled_makespan(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
 
 
 STAGE_COLUMNS = ["stage_id", "attempt", "tasks", "records_in", "rows_produced", "shuffle_bytes",
-                 "max_task_s", "modeled_s", "constants_s"]
+                 "max_task_s", "modeled_s", "constants_s", "busy_s", "slot_imbalance"]
 
 
 def stage_table(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
                 schedule: str = "list") -> pd.DataFrame:
     """Per stage attempt: its tasks' exact counts, its costliest task, its modeled makespan on
-    ``executors`` slots (the column that sums to the run's modeled time) and the part of it the
+    ``executors`` slots (the column that sums to the run's modeled time), the part of it the
     per-task constant alone would take (its waves of tasks, ⌈tasks / executors⌉ x per_task):
-    what a run of many stages pays whatever its counts."""
-    fn = lpt_schedule if schedule == "lpt" else list_schedule
+    what a run of many stages pays whatever its counts; its summed task cost and the max/mean
+    busy time of the slots when its tasks launch in order (:func:`executor_imbalance`)."""
     rows = []
     for (sid, attempt), stage in _stages(tasks):
         c = costs.task_costs(stage)
+        loads = slot_loads(c, executors)
+        makespan = lpt_schedule(c, executors) if schedule == "lpt" else float(loads.max())
         rows.append([int(sid), int(attempt), len(stage), int(stage["records_in"].sum()),
                      int(stage["rows_produced"].sum()),
                      int((stage["shuffle_read_bytes"] + stage["shuffle_write_bytes"]).sum()),
-                     float(c.max()), fn(c, executors),
-                     -(-len(stage) // executors) * costs.per_task])
+                     float(c.max()), makespan, -(-len(stage) // executors) * costs.per_task,
+                     float(c.sum()),
+                     float(loads.max() / loads.mean()) if loads.mean() > 0 else 1.0])
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
 
 
@@ -139,20 +142,14 @@ def _stages(tasks: pd.DataFrame):
                 .groupby(["stage_id", "stage_attempt"], sort=True))
 
 
-def stage_costs(tasks: pd.DataFrame, costs: BatchCosts) -> list[np.ndarray]:
-    """Each stage attempt's task costs, tasks in launch (index) order."""
-    return [costs.task_costs(stage) for _, stage in _stages(tasks)]
-
-
-def executor_imbalance(tasks: pd.DataFrame, executors: int, costs: BatchCosts) -> float:
-    """Max/mean busy time over the E slots in the costliest stage (1 = perfectly balanced).
+def executor_imbalance(table: pd.DataFrame) -> float:
+    """Max/mean busy time over the E slots in the costliest stage of a :func:`stage_table`
+    (1 = perfectly balanced).
 
     Unlike max/mean *task* load, this is the load balance the paper is about: a stage that mixes
     many small tasks of one sub-join with fewer large ones of another is balanced if the slots
     end up equally busy, and a single hot task leaves E-1 slots idle however the rest look.
     """
-    if tasks.empty:
+    if table.empty:
         return 1.0
-    worst = max(stage_costs(tasks, costs), key=lambda c: float(c.sum()))
-    loads = slot_loads(worst, executors)
-    return float(loads.max() / loads.mean()) if loads.mean() > 0 else 1.0
+    return float(table.loc[table["busy_s"].idxmax(), "slot_imbalance"])

@@ -175,8 +175,7 @@ def run_point(pc: PointContext) -> PointOutcome:
                              schedule=run.get("schedule", "list"))
     modeled = float(out.stages["modeled_s"].sum())
     m["modeled_time"] = (modeled, "modeled s")
-    m["executor_imbalance"] = (executor_imbalance(cap.result.tasks, executors,
-                                                  pc.calibration.batch), "ratio")
+    m["executor_imbalance"] = (executor_imbalance(out.stages), "ratio")
     m["local_wall_time"] = (wall, "local wall s")
     m["output_rows"] = (rows, "rows")
     m["output_checksum"] = (float(checksum % 2**52), "checksum")  # low bits: exact as a float

@@ -231,15 +231,14 @@ def _settings(pc: PointContext) -> tuple[dict, dict, dict]:
     if factor != 1:
         params["sf"] = float(params["sf"]) * factor
     return s, wl, {**run, "params": params, "weak_factor": factor,
-                   "algorithm": s["algorithm"]}
+                   "batch_size": weak_batch_size(run, factor), "algorithm": s["algorithm"]}
 
 
-def _batch_size(run: dict) -> int:
+def weak_batch_size(run: dict, factor: float) -> int:
     """Tuples per micro-batch; under ``weak_batches`` times the weak-scaling factor, since the
     modeled time sums each micro-batch's slowest joiner and a fixed batch spread over more
     joiners has a slowest joiner further above the mean."""
-    factor = float(run["weak_factor"]) if run.get("weak_batches") else 1.0
-    return max(1, int(round(int(run["batch_size"]) * factor)))
+    return max(1, int(round(int(run["batch_size"]) * (factor if run.get("weak_batches") else 1))))
 
 
 def run_point(pc: PointContext) -> PointOutcome:
@@ -278,7 +277,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         # the running migration, which ends at a batch boundary), so a warm-up much shorter
         # than a batch would measure the batch size, not Algorithm 2.
         warm = max(warm, int(math.ceil(float(run.get("warmup_min_batches", 0))
-                                       * _batch_size(run))))
+                                       * int(run["batch_size"]))))
         op_params.setdefault("warmup", warm)
         warm = int(op_params["warmup"])
     order, k = run.get("order", "random"), run.get("k")
@@ -290,7 +289,7 @@ def run_point(pc: PointContext) -> PointOutcome:
                          operator=algorithm, joiners=joiners, on="key", band=band, order=order,
                          k=k, seed=int(params["seed"]),
                          controller=run.get("controller", "exact"),
-                         batch_size=_batch_size(run), memory_budget_tuples=budget,
+                         batch_size=int(run["batch_size"]), memory_budget_tuples=budget,
                          spill=run.get("spill", "charge"), cost=cost, progress=pc.progress,
                          partitions=run.get("partitions"),
                          migration_rate=float(run.get("migration_rate", 2.0)), **op_params)

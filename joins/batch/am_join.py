@@ -149,7 +149,7 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             extra["partitions_hh"] = opts.partitions
             hh, tstats = tree_join_pairs(ctx, rs["hh"], ss["hh"], on, opts, basic, kr, ks)
             frames.append(hh)
-            tree_extra = {k: float(v) for k, v in tstats.extra().items()
+            tree_extra = {k: float(v) for k, v in tstats.extra(opts.threshold).items()
                           if not k.startswith("hot_keys") and k != "broadcast_bytes"}
             extra["broadcast_bytes"] += tstats.broadcast_bytes
         extra.update(tree_extra)
@@ -197,7 +197,7 @@ def _self_join(ctx: BatchContext, rel: DataFrame, spec: JoinSpec, basic: bool,
     with sql_conf(ctx.spark, conf):
         keyed, _ = C.split_null_keys(rel, spec.on)
         out, stats = tree_join_pairs(ctx, keyed, keyed, spec.on, opts, basic)
-    return JoinResult(out, extra=stats.extra(), sql_conf=conf)
+    return JoinResult(out, extra=stats.extra(opts.threshold), sql_conf=conf)
 
 
 def am_join(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) -> JoinResult:

@@ -113,7 +113,6 @@ class TreeStats:
     # chain's first)
     l_max: float = 0.0
     chunking_rounds: int = 0
-    threshold: float = 0.0
     replicated_records: int = 0
     hot_keys_left: int = 0
     hot_keys_right: int = 0
@@ -121,13 +120,14 @@ class TreeStats:
     broadcast_bytes: float = 0.0
     entries_per_iteration: list[int] = field(default_factory=list)
 
-    def extra(self) -> dict[str, float]:
-        out = {k: float(v) for k, v in self.__dict__.items()
-               if not isinstance(v, list) and k != "threshold"}
+    def extra(self, threshold: float) -> dict[str, float]:
+        """The counts as result metrics; ``threshold`` is the run's hot threshold τ, which
+        Ineq. 3's bound on the chunking rounds depends on."""
+        out = {k: float(v) for k, v in self.__dict__.items() if not isinstance(v, list)}
         if self.chunking_rounds:
             # Ineq. 3 counts the rounds after the first (t < log_{3/2}(log_{1+λ} ℓ_max) - 1), so
             # all of them stay below log_{3/2}(log_{1+λ} ℓ_max)
-            out["chunking_rounds_bound"] = max_iterations_bound(self.l_max, self.threshold) + 1
+            out["chunking_rounds_bound"] = max_iterations_bound(self.l_max, threshold) + 1
         for i, n in enumerate(self.entries_per_iteration, start=1):
             out[f"index_entries_it{i}"] = float(n)
         return out
@@ -367,7 +367,6 @@ def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: 
     """The driver loop of Alg. 1/6: iterate until the joined index is empty; the partial results."""
     partials: list[DataFrame] = []
     iteration = 0
-    stats.threshold = opts.threshold
     while True:
         idx = C.persist(idx)
         st = index_stats(idx, opts)
@@ -483,7 +482,7 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             frames.append(C.pad_left_only(lnull, right))
         if spec.how in ("right", "full"):
             frames.append(C.pad_right_only(rnull, left))
-    return JoinResult(C.union_all(frames), extra=stats.extra(), sql_conf=conf)
+    return JoinResult(C.union_all(frames), extra=stats.extra(opts.threshold), sql_conf=conf)
 
 
 def tree_join_basic(ctx: BatchContext, left: DataFrame, right: DataFrame,

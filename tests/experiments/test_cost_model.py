@@ -12,6 +12,7 @@ from experiments.cost_model import (
     list_schedule,
     lpt_schedule,
     modeled_makespan,
+    stage_table,
 )
 from experiments.spark_metrics import TaskMetricsCapture, union_parts
 
@@ -48,11 +49,11 @@ def test_executor_imbalance_of_the_costliest_stage():
     mixed = stage([6, 1, 1, 1, 1, 1, 1])
     loads = mixed["records_in"]
     assert loads.max() / loads.mean() > 3
-    assert executor_imbalance(mixed, 2, costs) == 1.0
+    assert executor_imbalance(stage_table(mixed, 2, costs)) == 1.0
     # one hot task: the other slot idles; and the costliest stage is the one judged
     hot = pd.concat([stage([1, 1], 0), stage([9, 1], 1)])
-    assert executor_imbalance(hot, 2, costs) == 9 / 5
-    assert executor_imbalance(stage([4]), 4, costs) == 4.0  # three executors idle
+    assert executor_imbalance(stage_table(hot, 2, costs)) == 9 / 5
+    assert executor_imbalance(stage_table(stage([4]), 4, costs)) == 4.0  # three executors idle
 
 
 @pytest.mark.spark
@@ -145,8 +146,6 @@ def test_online_disk_costs_come_from_the_measured_spill_store_unless_a_factor_is
 
 
 def test_stage_table_counts_each_stage_and_its_makespans_sum_to_the_modeled_time():
-    from experiments.cost_model import stage_table
-
     costs = BatchCosts(per_task=0.5, per_record_in=1.0, per_row_produced=0.0, per_shuffle_byte=0.0)
     tasks = pd.DataFrame({
         "stage_id": [3, 3, 7, 7, 7], "stage_attempt": 0, "task_index": [1, 0, 0, 1, 2],
@@ -161,6 +160,10 @@ def test_stage_table_counts_each_stage_and_its_makespans_sum_to_the_modeled_time
     # stage 7 on 2 slots, in index order: 1.5 | 1.5, then 8.5 after the first -> 10
     assert table.modeled_s.tolist() == [4.5, 10.0]
     assert table.constants_s.tolist() == [0.5, 1.0]  # one wave, then two waves of 0.5
+    # busy slots: 2.5 | 4.5, then 10 | 1.5; the costlier stage (7) is the one judged
+    assert table.busy_s.tolist() == [7.0, 11.5]
+    assert table.slot_imbalance.tolist() == pytest.approx([4.5 / 3.5, 10 / 5.75])
+    assert executor_imbalance(table) == pytest.approx(10 / 5.75)
     assert table.modeled_s.sum() == modeled_makespan(tasks, 2, costs)
     assert stage_table(tasks.iloc[:0], 2, costs).empty
 
@@ -181,9 +184,9 @@ def test_stages_cli_rejects_bad_input_before_spark(args, message, capsys):
 
 
 def test_weak_batches_scale_the_micro_batch_with_the_weak_factor():
-    from experiments.kinds.online_join import _batch_size
+    from experiments.kinds.online_join import weak_batch_size
 
-    run = {"batch_size": 15000, "weak_factor": 4.0}
-    assert _batch_size(run) == 15000
-    assert _batch_size({**run, "weak_batches": True}) == 60000
-    assert _batch_size({**run, "weak_factor": 1.0, "weak_batches": True}) == 15000
+    run = {"batch_size": 15000}
+    assert weak_batch_size(run, 4.0) == 15000
+    assert weak_batch_size({**run, "weak_batches": True}, 4.0) == 60000
+    assert weak_batch_size({**run, "weak_batches": True}, 1.0) == 15000
