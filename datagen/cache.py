@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
 import shutil
+import subprocess
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,11 +26,11 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from datagen import registry
-from datagen.chunks import PARQUET_OPTIONS
+from datagen.chunks import PARQUET_OPTIONS, package_bytes
 from datagen.errors import GeneratorError
 from datagen.params import validate
 
-FORMAT_VERSION = 1  # bump when a generator's output for the same parameters changes
+FORMAT_VERSION = 1  # bump on a change of the folder layout (code changes are fingerprinted)
 MANIFEST = "manifest.json"
 
 
@@ -43,8 +46,35 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
+@functools.cache
+def tool_versions() -> dict[str, str]:
+    """Versions of the external generators whose output lands in the data (once per process)."""
+    from datagen.tpch import tpchgen_binary
+
+    try:
+        run = subprocess.run([tpchgen_binary(), "--version"], capture_output=True, text=True,
+                             timeout=30, check=True)
+        tpchgen = run.stdout.strip().rpartition(" ")[2] or "unknown"
+    except (GeneratorError, OSError, subprocess.SubprocessError):
+        tpchgen = "absent"
+    try:
+        duckdb = importlib.metadata.version("duckdb")
+    except importlib.metadata.PackageNotFoundError:
+        duckdb = "absent"
+    return {"tpchgen-cli": tpchgen, "duckdb": duckdb}
+
+
+def code_fingerprint() -> dict[str, str]:
+    """What decides the bytes besides the parameters: the datagen sources (any edit, even a
+    comment, gives a new key: stale data are never reused, at the cost of regenerating) and
+    the versions of tpchgen-cli and DuckDB."""
+    return {"datagen_sources": hashlib.sha256(package_bytes()).hexdigest()[:16],
+            **tool_versions()}
+
+
 def config_hash(generator: str, resolved: Mapping[str, Any]) -> str:
-    blob = {"format": FORMAT_VERSION, "generator": generator, "params": resolved}
+    blob = {"format": FORMAT_VERSION, "generator": generator, "params": resolved,
+            "code": code_fingerprint()}
     return hashlib.sha256(_canonical(blob).encode()).hexdigest()
 
 
@@ -60,7 +90,7 @@ def _versions() -> dict[str, str]:
     import pyarrow
 
     return {"datagen_format": str(FORMAT_VERSION), "python": platform.python_version(),
-            "numpy": numpy.__version__, "pyarrow": pyarrow.__version__}
+            "numpy": numpy.__version__, "pyarrow": pyarrow.__version__, **code_fingerprint()}
 
 
 def _table_info(folder: Path, rows: Mapping[str, int]) -> dict[str, Any]:

@@ -1,9 +1,11 @@
+import importlib.metadata
 import json
+import shutil
 
 import pytest
 
 import datagen.dpair
-from datagen import cache, materialize, read_manifest
+from datagen import cache, chunks, materialize, read_manifest
 from datagen.errors import GeneratorError
 
 from .helpers import part_bytes
@@ -31,6 +33,28 @@ def test_manifest_records_generator_params_seed_rows_versions(tmp_path):
     assert m["params"]["uniform_range"] == 2**31 - 1  # defaults are recorded too
     assert m["rows"] == {"R": 110, "S": 110}
     assert {"numpy", "pyarrow", "python", "datagen_format"} <= set(m["versions"])
+    assert m["versions"]["tpchgen-cli"] == cache.tool_versions()["tpchgen-cli"] != "absent"
+    assert m["versions"]["duckdb"] == importlib.metadata.version("duckdb")
+    assert m["versions"]["datagen_sources"] == cache.code_fingerprint()["datagen_sources"]
+
+
+def test_key_changes_with_generator_code_and_tool_versions(tmp_path, monkeypatch):
+    resolved = cache.resolve("dpair", KW)
+    base = cache.config_hash("dpair", resolved)
+    pkg = tmp_path / "datagen"
+    shutil.copytree(chunks.PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    assert chunks.package_bytes(pkg) == chunks.package_bytes()  # content only, not the path
+    (pkg / "dpair.py").write_text((pkg / "dpair.py").read_text() + "# changed\n")
+    edited = chunks.package_bytes(pkg)
+    monkeypatch.setattr(cache, "package_bytes", lambda: edited)
+    assert cache.config_hash("dpair", resolved) != base  # a code change is a new input
+    monkeypatch.undo()
+    assert cache.config_hash("dpair", resolved) == base
+    real = cache.tool_versions()
+    for tool in ("tpchgen-cli", "duckdb"):
+        monkeypatch.setattr(cache, "tool_versions", lambda tool=tool: {**real, tool: "0.0.1"})
+        assert cache.config_hash("dpair", resolved) != base
+        monkeypatch.undo()
 
 
 def test_failed_generation_leaves_nothing_reusable(tmp_path, monkeypatch):
