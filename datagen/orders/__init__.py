@@ -76,8 +76,16 @@ def needs_keys(order: str) -> bool:
 
 
 def resolve(order: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The order's parameters validated, with defaults (the key columns are not parameters)."""
-    return validate_kwargs(load(order), params, f"order {order!r}", reserved=KEY_ARGS)
+    """The order's parameters validated, with defaults (the key columns are not parameters).
+
+    The order then runs once on two empty relations, so its own range checks (e.g. fluct's
+    k > 1) fail here, before a stream generates or reads any input.
+    """
+    fn = load(order)
+    kw = validate_kwargs(fn, params, f"order {order!r}", reserved=KEY_ARGS)
+    empty = {k: np.zeros(0, np.int64) for k in KEY_ARGS if k in signature_params(fn)}
+    fn(0, 0, order_rng(0, order), **kw, **empty).check(0, 0, order)
+    return kw
 
 
 def order_rng(seed: int, order: str) -> np.random.Generator:

@@ -2,7 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import datagen.dpair
 from datagen import materialize, orders, read_manifest
+from datagen.cli import main
 from datagen.errors import GeneratorError
 from datagen.orders import Arrival
 
@@ -76,6 +78,23 @@ def test_a_new_order_is_one_function_plus_one_registry_line(tmp_path, monkeypatc
     r, s = _check_stream(f, read(src, "R"), read(src, "S"))
     assert r.key.is_monotonic_increasing and s.key.is_monotonic_increasing
     assert r.seq.tolist() == list(range(450))
+
+
+@pytest.mark.parametrize("bad,needle", [
+    (("order=fluct", "k=0.5"), "fluctuation factor k must be > 1, got 0.5"),
+    (("order=fluct", "first=X"), "first must be R or S, got 'X'"),
+    (("order=random", "p_r=2"), "p_r must be in [0, 1], got 2.0"),
+])
+def test_bad_order_parameters_fail_before_any_input_is_generated(tmp_path, capsys, monkeypatch,
+                                                                 bad, needle):
+    calls = []
+    monkeypatch.setattr(datagen.dpair, "generate", lambda *a: calls.append(a) or {})
+    assert main(["stream", "source=dpair", *bad, f"root={tmp_path}", "progress=false"]) == 2
+    assert capsys.readouterr().err == f"datagen: error: {needle}\n"
+    assert calls == [] and list(tmp_path.iterdir()) == []  # the source was never generated
+    with pytest.raises(GeneratorError, match="k must be > 1"):
+        materialize("stream", {"source": "dpair", "order": "fluct", "k": 0.5}, root=tmp_path)
+    assert calls == []
 
 
 def test_stream_input_errors(tmp_path):
