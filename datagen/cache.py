@@ -18,6 +18,7 @@ import os
 import platform
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,6 +33,7 @@ from datagen.params import validate
 
 FORMAT_VERSION = 1  # bump on a change of the folder layout (code changes are fingerprinted)
 MANIFEST = "manifest.json"
+STALE_AFTER_S = 24 * 3600  # see sweep_stale
 
 
 def resolve(generator: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -172,18 +174,54 @@ def _swap_in(tmp: Path, folder: Path, digest: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _newest_mtime(folder: Path) -> float:
+    """The latest modification time of the folder or anything in it (a live writer touches it)."""
+    newest = folder.stat().st_mtime
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            try:
+                newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime)
+            except FileNotFoundError:  # removed while we look: the writer is alive
+                return float("inf")
+    return newest
+
+
+def sweep_stale(root: Path, max_age_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the leftovers of interrupted runs in a cache root; returns what was removed.
+
+    A killed generation leaves its ``.tmp-*`` folder (and a killed swap its ``.old-*`` one),
+    which nothing else removes. A fresh one may belong to a writer still running in another
+    process, so only folders in which nothing changed for ``max_age_s`` go: a day is far
+    longer than any generation here takes (minutes at the papers' scales) and short enough
+    that a crashed run's gigabytes do not pile up for long.
+    """
+    removed = []
+    now = time.time()
+    for leftover in sorted([*root.glob(".tmp-*"), *root.glob(".old-*")]):
+        try:
+            if leftover.is_dir() and now - _newest_mtime(leftover) > max_age_s:
+                shutil.rmtree(leftover)
+                removed.append(leftover)
+        except FileNotFoundError:  # another process swept it first
+            pass
+    return removed
+
+
 def materialize(generator: str, params: Mapping[str, Any], *, root: Path | None = None,
                 spark=None, progress: bool = True, force: bool = False) -> Path:
     """The cached input folder ``<root>/<generator>-<hash12>``, generated if not there yet.
 
     ``root`` defaults to ``experiments.paths.DATA_CACHE``. With ``spark`` the chunks are
-    written by Spark tasks, otherwise by a local loop; both give the same bytes.
+    written by Spark tasks, otherwise by a local loop; both give the same bytes. Stale
+    leftovers of interrupted runs in ``root`` are removed first (:func:`sweep_stale`).
     """
     resolved = resolve(generator, params)
     if root is None:
         from experiments.paths import DATA_CACHE
 
         root = DATA_CACHE
+    if Path(root).is_dir():
+        sweep_stale(Path(root))
     folder = Path(root) / f"{generator}-{config_hash(generator, resolved)[:12]}"
     return materialize_into(folder, generator, resolved, spark=spark, progress=progress,
                             force=force)

@@ -1,6 +1,8 @@
 import importlib.metadata
 import json
+import os
 import shutil
+import time
 
 import pytest
 
@@ -96,6 +98,30 @@ def test_explicit_folder_reuse_and_conflict(tmp_path):
     cache.materialize_into(target, "dpair", other, progress=False, force=True)
     assert read_manifest(target)["params"]["alpha"] == 0.9
     assert [p.name for p in tmp_path.iterdir()] == ["mine"]  # no temp or old folders left
+
+
+def _aged(path, days: float) -> None:
+    stamp = time.time() - days * 86400
+    for p in [*path.rglob("*"), path]:
+        os.utime(p, (stamp, stamp))
+
+
+def test_materialize_sweeps_stale_interrupted_folders_of_its_root(tmp_path):
+    done = materialize("dpair", KW, root=tmp_path, progress=False)
+    for name in (".tmp-dpair-aaaa-1", ".tmp-busy-2", ".tmp-new-3", ".old-dpair-x-4"):
+        (tmp_path / name / "R.parquet").mkdir(parents=True)
+        (tmp_path / name / "R.parquet" / "part-00000.parquet").write_bytes(b"x")
+    for name in (".tmp-dpair-aaaa-1", ".tmp-busy-2", ".old-dpair-x-4"):
+        _aged(tmp_path / name, days=2)
+    _aged(done, days=30)  # finished inputs are kept however old
+    (tmp_path / ".tmp-busy-2" / "R.parquet" / "part-00001.parquet").write_bytes(b"y")  # live
+    elsewhere = tmp_path / "other_root"
+    (elsewhere / ".tmp-x-5").mkdir(parents=True)
+    _aged(elsewhere / ".tmp-x-5", days=2)
+    assert materialize("dpair", KW, root=tmp_path, progress=False) == done
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-busy-2", ".tmp-new-3", done.name,
+                                                          "other_root"]
+    assert (elsewhere / ".tmp-x-5").exists()  # only the root's own leftovers are swept
 
 
 def test_unknown_generator_names_valid_ones(tmp_path):
