@@ -128,17 +128,28 @@ def run_job(job: ChunkJob) -> int:
     return getattr(importlib.import_module(module), attr)(job)
 
 
-def _package_zip() -> Path:
-    """A zip of this package named by its content hash, for Spark executors to import."""
-    from experiments.paths import SCRATCH
+PACKAGE = Path(__file__).resolve().parent
 
-    pkg = Path(__file__).resolve().parent
+
+def package_bytes(pkg: Path = PACKAGE) -> bytes:
+    """A zip of the package's ``.py`` sources with fixed names and timestamps.
+
+    The same sources give the same bytes, so its hash is both the name of the zip shipped to
+    Spark executors and the code fingerprint in the cache key (:func:`datagen.cache.config_hash`).
+    """
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for f in sorted(pkg.rglob("*.py")):
             info = zipfile.ZipInfo(str(f.relative_to(pkg.parent)), date_time=(2000, 1, 1, 0, 0, 0))
             zf.writestr(info, f.read_bytes())
-    data = buf.getvalue()
+    return buf.getvalue()
+
+
+def _package_zip() -> Path:
+    """A zip of this package named by its content hash, for Spark executors to import."""
+    from experiments.paths import SCRATCH
+
+    data = package_bytes()
     dest = SCRATCH / "pyfiles" / f"datagen-{hashlib.sha256(data).hexdigest()[:12]}.zip"
     if not dest.exists():
         dest.parent.mkdir(parents=True, exist_ok=True)
