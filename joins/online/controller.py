@@ -110,6 +110,8 @@ class DynamicGrid(Policy):
             raise ValueError(f"decide_on must be updated or previous, got {decide_on!r}")
         if not 0 < eps <= 1:
             raise ValueError(f"eps must be in (0, 1], got {eps}")
+        if warmup < 0:
+            raise ValueError(f"warmup must be >= 0 tuples, got {warmup}")
         self.J, self.eps, self.warmup = joiners, eps, int(warmup)
         self.controller, self.seed, self.decide_on = controller, seed, decide_on
         self.layout = GridLayout.initial(*initial)
