@@ -24,6 +24,7 @@ from omegaconf import DictConfig
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
 from experiments.cost_model import load_calibration
+from experiments.figure_keys import check_figure_keys
 from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
 from experiments.kinds import (
     ALGORITHM_KINDS,
@@ -76,7 +77,9 @@ def compose(overrides: list[str]) -> DictConfig:
     from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return hydra_compose("config", overrides=overrides)
+        cfg = hydra_compose("config", overrides=overrides)
+    check_figure_keys(plain(cfg.figure))  # a misspelt key in a free-form block fails here
+    return cfg
 
 
 def _results_root(cfg: DictConfig) -> str:
