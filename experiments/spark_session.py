@@ -110,8 +110,28 @@ def get_spark(
         builder = builder.config(k, v)
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
+    if ships_code(url):
+        _session.sparkContext.addPyFile(str(project_zip()))
     _session_key = key
     return _session
+
+
+PROJECT_PACKAGES = ("joins", "datagen", "experiments")
+
+
+def ships_code(url: str) -> bool:
+    """Whether executors need the project's code shipped: local masters (also local-cluster,
+    whose executors inherit this machine's PYTHONPATH) import it from the checkout; a real
+    cluster's executors run tasks that call into ``joins`` (the online engine's worker steps,
+    the generators' chunk jobs) without it."""
+    return not url.startswith("local")
+
+
+def project_zip() -> Path:
+    """The project's packages as one zip named by its content hash (rebuilt when code changes)."""
+    from datagen.chunks import package_zip
+
+    return package_zip(*(ROOT / p for p in PROJECT_PACKAGES), name="project")
 
 
 def stop_spark() -> None:
