@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
 import shutil
+import subprocess
+import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,12 +27,13 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from datagen import registry
-from datagen.chunks import PARQUET_OPTIONS
+from datagen.chunks import PARQUET_OPTIONS, package_bytes
 from datagen.errors import GeneratorError
 from datagen.params import validate
 
-FORMAT_VERSION = 1  # bump when a generator's output for the same parameters changes
+FORMAT_VERSION = 1  # bump on a change of the folder layout (code changes are fingerprinted)
 MANIFEST = "manifest.json"
+STALE_AFTER_S = 24 * 3600  # see sweep_stale
 
 
 def resolve(generator: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -43,8 +48,35 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
+@functools.cache
+def tool_versions() -> dict[str, str]:
+    """Versions of the external generators whose output lands in the data (once per process)."""
+    from datagen.tpch import tpchgen_binary
+
+    try:
+        run = subprocess.run([tpchgen_binary(), "--version"], capture_output=True, text=True,
+                             timeout=30, check=True)
+        tpchgen = run.stdout.strip().rpartition(" ")[2] or "unknown"
+    except (GeneratorError, OSError, subprocess.SubprocessError):
+        tpchgen = "absent"
+    try:
+        duckdb = importlib.metadata.version("duckdb")
+    except importlib.metadata.PackageNotFoundError:
+        duckdb = "absent"
+    return {"tpchgen-cli": tpchgen, "duckdb": duckdb}
+
+
+def code_fingerprint() -> dict[str, str]:
+    """What decides the bytes besides the parameters: the datagen sources (any edit, even a
+    comment, gives a new key: stale data are never reused, at the cost of regenerating) and
+    the versions of tpchgen-cli and DuckDB."""
+    return {"datagen_sources": hashlib.sha256(package_bytes()).hexdigest()[:16],
+            **tool_versions()}
+
+
 def config_hash(generator: str, resolved: Mapping[str, Any]) -> str:
-    blob = {"format": FORMAT_VERSION, "generator": generator, "params": resolved}
+    blob = {"format": FORMAT_VERSION, "generator": generator, "params": resolved,
+            "code": code_fingerprint()}
     return hashlib.sha256(_canonical(blob).encode()).hexdigest()
 
 
@@ -60,7 +92,7 @@ def _versions() -> dict[str, str]:
     import pyarrow
 
     return {"datagen_format": str(FORMAT_VERSION), "python": platform.python_version(),
-            "numpy": numpy.__version__, "pyarrow": pyarrow.__version__}
+            "numpy": numpy.__version__, "pyarrow": pyarrow.__version__, **code_fingerprint()}
 
 
 def _table_info(folder: Path, rows: Mapping[str, int]) -> dict[str, Any]:
@@ -142,18 +174,54 @@ def _swap_in(tmp: Path, folder: Path, digest: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _newest_mtime(folder: Path) -> float:
+    """The latest modification time of the folder or anything in it (a live writer touches it)."""
+    newest = folder.stat().st_mtime
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            try:
+                newest = max(newest, os.stat(os.path.join(dirpath, name)).st_mtime)
+            except FileNotFoundError:  # removed while we look: the writer is alive
+                return float("inf")
+    return newest
+
+
+def sweep_stale(root: Path, max_age_s: float = STALE_AFTER_S) -> list[Path]:
+    """Remove the leftovers of interrupted runs in a cache root; returns what was removed.
+
+    A killed generation leaves its ``.tmp-*`` folder (and a killed swap its ``.old-*`` one),
+    which nothing else removes. A fresh one may belong to a writer still running in another
+    process, so only folders in which nothing changed for ``max_age_s`` go: a day is far
+    longer than any generation here takes (minutes at the papers' scales) and short enough
+    that a crashed run's gigabytes do not pile up for long.
+    """
+    removed = []
+    now = time.time()
+    for leftover in sorted([*root.glob(".tmp-*"), *root.glob(".old-*")]):
+        try:
+            if leftover.is_dir() and now - _newest_mtime(leftover) > max_age_s:
+                shutil.rmtree(leftover)
+                removed.append(leftover)
+        except FileNotFoundError:  # another process swept it first
+            pass
+    return removed
+
+
 def materialize(generator: str, params: Mapping[str, Any], *, root: Path | None = None,
                 spark=None, progress: bool = True, force: bool = False) -> Path:
     """The cached input folder ``<root>/<generator>-<hash12>``, generated if not there yet.
 
     ``root`` defaults to ``experiments.paths.DATA_CACHE``. With ``spark`` the chunks are
-    written by Spark tasks, otherwise by a local loop; both give the same bytes.
+    written by Spark tasks, otherwise by a local loop; both give the same bytes. Stale
+    leftovers of interrupted runs in ``root`` are removed first (:func:`sweep_stale`).
     """
     resolved = resolve(generator, params)
     if root is None:
         from experiments.paths import DATA_CACHE
 
         root = DATA_CACHE
+    if Path(root).is_dir():
+        sweep_stale(Path(root))
     folder = Path(root) / f"{generator}-{config_hash(generator, resolved)[:12]}"
     return materialize_into(folder, generator, resolved, spark=spark, progress=progress,
                             force=force)

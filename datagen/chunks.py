@@ -128,18 +128,31 @@ def run_job(job: ChunkJob) -> int:
     return getattr(importlib.import_module(module), attr)(job)
 
 
-def _package_zip() -> Path:
-    """A zip of this package named by its content hash, for Spark executors to import."""
-    from experiments.paths import SCRATCH
+PACKAGE = Path(__file__).resolve().parent
 
-    pkg = Path(__file__).resolve().parent
+
+def package_bytes(*pkgs: Path) -> bytes:
+    """A zip of the packages' ``.py`` sources (default: this one) with fixed names and timestamps.
+
+    The same sources give the same bytes, so its hash is both the name of the zip shipped to
+    Spark executors and the code fingerprint in the cache key (:func:`datagen.cache.config_hash`).
+    """
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
-        for f in sorted(pkg.rglob("*.py")):
-            info = zipfile.ZipInfo(str(f.relative_to(pkg.parent)), date_time=(2000, 1, 1, 0, 0, 0))
-            zf.writestr(info, f.read_bytes())
-    data = buf.getvalue()
-    dest = SCRATCH / "pyfiles" / f"datagen-{hashlib.sha256(data).hexdigest()[:12]}.zip"
+        for pkg in pkgs or (PACKAGE,):
+            for f in sorted(pkg.rglob("*.py")):
+                info = zipfile.ZipInfo(str(f.relative_to(pkg.parent)),
+                                       date_time=(2000, 1, 1, 0, 0, 0))
+                zf.writestr(info, f.read_bytes())
+    return buf.getvalue()
+
+
+def package_zip(*pkgs: Path, name: str = "datagen") -> Path:
+    """A zip of the packages named by its content hash, for Spark executors to import."""
+    from experiments.paths import SCRATCH
+
+    data = package_bytes(*pkgs)
+    dest = SCRATCH / "pyfiles" / f"{name}-{hashlib.sha256(data).hexdigest()[:12]}.zip"
     if not dest.exists():
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_suffix(f".{uuid.uuid4().hex}.tmp")
@@ -168,7 +181,7 @@ def run_jobs(jobs: Sequence[ChunkJob], spark=None, progress: bool = True,
                 bar.update(job.rows)
         else:
             sc = spark.sparkContext
-            sc.addPyFile(str(_package_zip()))  # executors may not have the repo on sys.path
+            sc.addPyFile(str(package_zip()))  # executors may not have the repo on sys.path
             wave = max(1, 4 * sc.defaultParallelism)
             for lo in range(0, len(jobs), wave):
                 batch = list(jobs[lo:lo + wave])

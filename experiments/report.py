@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from experiments.figure_spec import config_hash
+from experiments.figure_spec import config_hash, x_numeric, x_values
 from experiments.figures import figure_ids, load_figure
 from experiments.paths import ROOT
 from experiments.results import read_results
@@ -46,6 +46,15 @@ def stale_points(figure: dict, results: pd.DataFrame) -> list[str]:
                   or r.config_hash != config_hash(figure, r.scale, int(r.seed), r.series))
 
 
+def missing_points(figure: dict, results: pd.DataFrame, scale: str) -> list[str]:
+    """Points of the figure's sweep at ``scale`` (every series at every x value) that have no
+    result at all: a figure drawn without them must say so."""
+    have = {(r.series, round(float(r.x), 9)) for r in
+            results[results.scale == scale][["series", "x"]].drop_duplicates().itertuples()}
+    return [f"{series}__{x}" for series in figure["series"] for x in x_values(figure, scale)
+            if (series, round(x_numeric(figure, x), 9)) not in have]
+
+
 def _choices(figure: dict) -> list[str]:
     choices = figure.get("choices") or {}
     if not choices:
@@ -79,6 +88,10 @@ def figure_section(figure_id: str, scale: str, results_root: str) -> tuple[list[
         lines += [f"**{len(stale)} stale point(s)**: the figure's settings changed since they ran "
                   f"({', '.join(stale)}); `make reproduce-{figure_id.replace('/', '-')}` reruns "
                   "them.", ""]
+    missing = missing_points(figure, results, scale)
+    if missing:
+        lines += [f"**{len(missing)} point(s) not run** at scale={scale} ({', '.join(missing)}); "
+                  f"`make reproduce-{figure_id.replace('/', '-')}` runs them.", ""]
     lines += _choices(figure)
     lines += ["**Paper vs reproduced (numbers)**", "", *_paper_table(figure, results), ""]
     lines += ["**Targets**", "", "| id | paper's claim | check | reproduced | verdict |",

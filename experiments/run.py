@@ -19,14 +19,32 @@ from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
 from experiments.cost_model import load_calibration
+from experiments.figure_keys import check_figure_keys
 from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
-from experiments.kinds import PointContext, PointOutcome, WallClockTimeout, load_kind
+from experiments.kinds import (
+    ALGORITHM_KINDS,
+    PointContext,
+    PointOutcome,
+    WallClockTimeout,
+    load_kind,
+    series_algorithm,
+)
 from experiments.paths import CONF, ROOT
-from experiments.results import Point, ensure_writable, finished, results_dir, write_point
+from experiments.results import (
+    Point,
+    ResultsError,
+    ensure_writable,
+    finished,
+    results_dir,
+    write_point,
+)
+from experiments.spark_session import SparkConfigError, resolve_master
+from joins import registry
 
 _TOTAL_ENV = "SKEWJOINS_SWEEP_TOTAL"
 
@@ -59,7 +77,9 @@ def compose(overrides: list[str]) -> DictConfig:
     from hydra import initialize_config_dir
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return hydra_compose("config", overrides=overrides)
+        cfg = hydra_compose("config", overrides=overrides)
+    check_figure_keys(plain(cfg.figure))  # a misspelt key in a free-form block fails here
+    return cfg
 
 
 def _results_root(cfg: DictConfig) -> str:
@@ -152,42 +172,90 @@ def _task(cfg: DictConfig) -> str:
     return run_point(cfg, job_num, total)
 
 
-def _given(overrides: list[str], key: str) -> str | None:
-    for o in overrides:
-        if o.lstrip("+~").split("=", 1)[0] == key and "=" in o:
-            return o.split("=", 1)[1]
-    return None
+def _sweep_values(override: Override) -> list[str]:
+    """The values one override takes in the sweep (a glob's count is not known here: one)."""
+    if not override.is_sweep_override():
+        return [str(override.value())]
+    try:
+        return list(override.sweep_string_iterator())
+    except Exception:  # glob() needs Hydra's config loader
+        return [override.input_line]
 
 
 def sweep_overrides(argv: list[str]) -> tuple[list[str], int]:
-    """Add the figure's series and x values for the dimensions the user did not pin."""
+    """Add the figure's series and x values for the dimensions the user did not pin, check the
+    sweep before any point runs, and count its points."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     overrides = [a for a in argv if not a.startswith("-")]
-    OverridesParser.create().parse_overrides(overrides)  # malformed overrides fail here
-    fig = _given(overrides, "figure")
-    if fig and "," in fig:
+    parsed = OverridesParser.create().parse_overrides(overrides)  # malformed overrides fail here
+    given = {o.key_or_group: o for o in parsed if "=" in o.input_line}
+    fig = given.get("figure")
+    if fig is not None and fig.is_sweep_override():
         raise UsageError("run one figure at a time (make reproduce-<paper> runs several)")
     if fig is not None:
-        require_figure(fig)
-    plain_overrides = [o for o in overrides if "," not in o.split("=", 1)[-1]
-                       and not o.split("=", 1)[0].startswith(("point.", "hydra."))]
+        require_figure(str(fig.value()))
+    plain_overrides = [o.input_line for o in parsed if not o.is_sweep_override()
+                       and not o.key_or_group.startswith(("point.", "hydra."))]
     cfg = compose(plain_overrides)
     figure = plain(cfg.figure)
     added: list[str] = []
-    series = _given(overrides, "point.series")
-    xs = _given(overrides, "point.x")
-    if series is None:
-        series = ",".join(figure["series"])
-        added.append(f"point.series={series}")
-    if xs is None:
+    if "point.series" in given:
+        series = _sweep_values(given["point.series"])
+    else:
+        series = list(figure["series"])
+        added.append(f"point.series={','.join(series)}")
+    total = len(series)
+    if "point.x" not in given:
         values = x_values(figure, cfg.scale.name)
         if not values:
             raise UsageError(f"{figure['id']} declares no x values for scale {cfg.scale.name}")
-        xs = ",".join(_quote(v) for v in values)
-        added.append(f"point.x={xs}")
-    total = len(series.split(",")) * len(xs.split(","))
+        added.append(f"point.x={','.join(_quote(v) for v in values)}")
+        total *= len(values)
+    check_sweep(cfg, figure, series)
+    for key, override in given.items():  # every other swept dimension (point.x, seed, ...)
+        if key != "point.series":
+            total *= len(_sweep_values(override))
     return added, total
+
+
+def check_sweep(cfg: DictConfig, figure: dict, series: list[str]) -> None:
+    """Bad input found before any Spark session starts or data is generated: unknown series,
+    a series whose algorithm is not registered, a cluster preset without its master URL, an
+    unwritable results folder."""
+    for name in series:
+        require_series(figure, name)
+        require_algorithm(figure, name)
+    try:
+        resolve_master(cfg.spark.master, cfg.spark.master_env)
+    except SparkConfigError as exc:
+        raise UsageError(f"spark={cfg.spark.name}: {exc}; export it or choose a preset that "
+                         f"needs none (valid: {', '.join(spark_presets(local_only=True))})"
+                         ) from None
+    folder = results_dir(_results_root(cfg), figure["id"])
+    try:
+        ensure_writable(folder)
+    except ResultsError as exc:
+        raise UsageError(f"{exc}; choose another with results_root=<folder>") from None
+
+
+def require_algorithm(figure: dict, series: str) -> None:
+    registry_kind = ALGORITHM_KINDS.get(figure["kind"])
+    if registry_kind is None:
+        return
+    try:
+        registry.get(series_algorithm(figure, series), registry_kind)
+    except registry.UnknownAlgorithm as exc:
+        raise UsageError(f"series {series!r} of {figure['id']}: {exc}") from None
+
+
+def spark_presets(local_only: bool = False) -> list[str]:
+    """The Spark presets (conf/spark/); ``local_only``: those that need no master URL."""
+    from omegaconf import OmegaConf
+
+    files = sorted((CONF / "spark").glob("*.yaml"))
+    return [f.stem for f in files
+            if not (local_only and OmegaConf.load(f).get("master_env"))]
 
 
 def _quote(v: Any) -> str:

@@ -4,7 +4,8 @@ Presets come from ``conf/spark/*.yaml``. ``local`` embeds Spark in this process;
 ``local_cluster`` starts real separate executor JVMs on this machine; ``standalone``, ``yarn``
 and ``k8s`` read the master URL from an environment variable. Every session writes an
 uncompressed, non-rolling event log that :mod:`experiments.spark_metrics` reads for per-task
-metrics.
+metrics while the session runs; stopping a session keeps only the newest logs and moves a
+local cluster's executor logs out of the PySpark package into ``scratch/spark-worker/``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
 import sys
+import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,18 @@ from experiments.paths import CONF, ROOT, SCRATCH
 
 _session = None
 _session_key: tuple | None = None
+
+EVENT_LOGS = SCRATCH / "spark-events"
+WORKER_LOGS = SCRATCH / "spark-worker"
+# Event logs are read only while their session runs (experiments.spark_metrics); afterwards
+# they serve a post-mortem of recent runs (e.g. in Spark's history server). One sweep or test
+# run makes one to a few sessions, so the newest 30 cover the last `make reproduce` and
+# `make test`, at tens of MB each (a paper-scale sweep's log reaches ~0.5 GB): never pruned,
+# they grew to 9 GB.
+EVENT_LOGS_KEPT = 30
+# An ".inprogress" log is a running session's (never pruned) or a killed process's: one left
+# untouched this long (a live session writes an event per task) is the latter.
+STALE_INPROGRESS_S = 2 * 24 * 3600
 
 
 class SparkConfigError(ValueError):
@@ -74,12 +90,9 @@ def get_spark(
         return _session
     stop_spark()
 
-    event_dir = SCRATCH / "spark-events"
+    event_dir = EVENT_LOGS
     event_dir.mkdir(parents=True, exist_ok=True)
     (SCRATCH / "spark-local").mkdir(parents=True, exist_ok=True)
-    # local-cluster workers write executor logs under $SPARK_WORKER_DIR (default: inside the
-    # PySpark package); keep them in our ignored scratch folder instead.
-    os.environ.setdefault("SPARK_WORKER_DIR", str(SCRATCH / "spark-worker"))
     # Python workers (also on local-cluster executors) import the project's own packages.
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if str(ROOT) not in paths:
@@ -97,21 +110,91 @@ def get_spark(
         builder = builder.config(k, v)
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
+    if ships_code(url):
+        _session.sparkContext.addPyFile(str(project_zip()))
     _session_key = key
     return _session
 
 
+PROJECT_PACKAGES = ("joins", "datagen", "experiments")
+
+
+def ships_code(url: str) -> bool:
+    """Whether executors need the project's code shipped: local masters (also local-cluster,
+    whose executors inherit this machine's PYTHONPATH) import it from the checkout; a real
+    cluster's executors run tasks that call into ``joins`` (the online engine's worker steps,
+    the generators' chunk jobs) without it."""
+    return not url.startswith("local")
+
+
+def project_zip() -> Path:
+    """The project's packages as one zip named by its content hash (rebuilt when code changes)."""
+    from datagen.chunks import package_zip
+
+    return package_zip(*(ROOT / p for p in PROJECT_PACKAGES), name="project")
+
+
 def stop_spark() -> None:
-    """Stop the session quietly (local-cluster logs harmless errors while executors exit)."""
+    """Stop the session quietly (local-cluster logs harmless errors while executors exit), then
+    tidy its logs: a local cluster's executor logs move to ``scratch/spark-worker/<app id>``
+    and old event logs are pruned."""
     global _session, _session_key
     if _session is None:
         return
+    app = master = ""
+    with contextlib.suppress(Exception):  # a dead JVM cannot say
+        app, master = _session.sparkContext.applicationId, _session.sparkContext.master
     try:
         _session.sparkContext.setLogLevel("OFF")
         _session.stop()
     finally:
         _session = None
         _session_key = None
+        if app and master.startswith("local-cluster"):
+            with contextlib.suppress(OSError):  # housekeeping never fails a sweep
+                move_worker_logs(spark_work_dir() / app, WORKER_LOGS)
+        with contextlib.suppress(OSError):
+            prune_event_logs(EVENT_LOGS, EVENT_LOGS_KEPT)
+
+
+def spark_work_dir() -> Path:
+    """Where local-cluster workers put executor logs: ``$SPARK_HOME/work``, i.e. inside the
+    PySpark package. Spark passes no work directory to local-cluster workers, so neither
+    SPARK_WORKER_DIR nor any setting moves it; :func:`stop_spark` moves each app's folder."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    return Path(os.environ.get("SPARK_HOME") or _find_spark_home()) / "work"
+
+
+def move_worker_logs(app_dir: Path, dest_root: Path) -> Path | None:
+    """Move one app's executor-log folder under ``dest_root``; its new path (None if absent)."""
+    if not app_dir.is_dir():
+        return None
+    dest_root.mkdir(parents=True, exist_ok=True)
+    dest = dest_root / app_dir.name
+    if dest.exists():  # app ids are unique per master start; keep both if one repeats
+        dest = dest_root / f"{app_dir.name}-{uuid.uuid4().hex[:8]}"
+    shutil.move(str(app_dir), str(dest))
+    return dest
+
+
+def prune_event_logs(folder: Path, keep: int, stale_s: float = STALE_INPROGRESS_S) -> list[Path]:
+    """Delete all but the ``keep`` newest finished event logs, and in-progress logs untouched for
+    ``stale_s`` (left by killed processes); running sessions' logs stay. Returns the deleted."""
+    if not folder.is_dir():
+        return []
+    now, deleted, logs = time.time(), [], []
+    for path in folder.iterdir():
+        with contextlib.suppress(FileNotFoundError):  # another process pruned it first
+            if path.is_file():
+                logs.append((path.stat().st_mtime, path))
+    finished = sorted((lg for lg in logs if not lg[1].name.endswith(".inprogress")), reverse=True)
+    stale = [lg for lg in logs if lg[1].name.endswith(".inprogress") and now - lg[0] > stale_s]
+    for _, path in finished[keep:] + stale:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            deleted.append(path)
+    return deleted
 
 
 def reset_if_broken() -> bool:

@@ -7,6 +7,7 @@ import sys
 
 from experiments.figures import figure_ids, load_figure
 from experiments.paths import ROOT
+from experiments.report import missing_points
 from experiments.results import read_results
 from experiments.targets import evaluate
 
@@ -24,6 +25,9 @@ def figure_table(results_root: str = "results") -> str:
         else:
             points = res.groupby("point_id")["status"].first().value_counts()
             status = ", ".join(f"{n} {s}" for s, n in points.items())
+            missing = missing_points(fig, res, "small")
+            if missing:
+                status += f", {len(missing)} not run"
             verdicts = [v.verdict for v in evaluate(fig.get("targets", []), res)]
             checked = [v for v in verdicts if v != "not checkable"]
             verdict = f"{verdicts.count('met')} / {len(checked)} (of {len(verdicts)})"

@@ -67,13 +67,31 @@ def _check_status(results, spec):
 
 
 def _check_ratio(results, spec):
+    """numerator / denominator per x; a list of denominators means the smallest of them at
+    each x (a claim such as "faster than all others" is judged against the best other; one
+    that failed at every point is left out, one without results makes the check not
+    checkable)."""
     num = _metric(results, spec["numerator"], spec["metric"], spec)
-    den = _metric(results, spec["denominator"], spec["metric"], spec)
+    names = spec["denominator"]
+    if isinstance(names, str):
+        den, label = _metric(results, names, spec["metric"], spec), names
+    else:
+        # an other series that failed at every point in range is beaten by any result
+        ran = [s for s in names if not _status(results, s, spec).isin(FAILED).all()]
+        if not ran:
+            raise _NoData("every denominator series failed")
+        frame = pd.DataFrame({s: _metric(results, s, spec["metric"], spec) for s in ran})
+        den = frame.min(axis=1)
+        best = frame.idxmin(axis=1)
+        label = "min(" + ", ".join(names) + ")"
     ratio = (num / den).dropna()
     if ratio.empty:
         raise _NoData("no x value has both series")
     ok = bool(((ratio >= spec.get("min", float("-inf"))) & (ratio <= spec.get("max", float("inf")))).all())
-    return ok, f"{spec['numerator']}/{spec['denominator']} at " + _fmt(ratio)
+    measured = f"{spec['numerator']}/{label} at " + _fmt(ratio)
+    if not isinstance(names, str):
+        measured += " (smallest: " + ", ".join(f"{x:g}: {best[x]}" for x in ratio.index) + ")"
+    return ok, measured
 
 
 def _check_ordering(results, spec):

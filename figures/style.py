@@ -6,6 +6,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 FAILED = ("oom", "timeout", "error")  # no value to draw; overflow points keep theirs
@@ -26,6 +27,37 @@ def series_linestyles(names: list[str]) -> dict[str, str]:
     """Solid for the first ten series, then dashed, dotted (the second palette's series)."""
     styles = ("-", "--", ":")
     return {n: styles[(i // 10) % len(styles)] for i, n in enumerate(names)}
+
+
+# Not "s" (the paper overlay's hollow squares) nor the failure marks: a series is its shape too.
+SERIES_MARKERS = ("o", "^", "D", "v", "P", "<", ">", "p", "h", "d", "8", "H")
+LINE_WIDTH, MARKER_SIZE = 1.5, 3.5
+# Per series drawn over it: a covered series is this much wider, so it shows as a rim.
+RIM_WIDTH, RIM_MARKER = 2.0, 3.0
+
+
+def series_markers(names: list[str]) -> dict[str, str]:
+    """A marker shape per series, so series with equal values still differ in the legend."""
+    return {n: SERIES_MARKERS[i % len(SERIES_MARKERS)] for i, n in enumerate(names)}
+
+
+def covering_series(values: dict[str, pd.Series], rtol: float = 1e-6) -> dict[str, list[str]]:
+    """For each series, the later-drawn series with the same x and equal y at every x.
+
+    Those are drawn exactly over it (fig5: Hash-Join and Spark3-Join under "AQE, no skew
+    split" in modeled time), so the chart widens the covered one and names what covers it.
+    """
+    names = [n for n, v in values.items() if not v.empty]
+    return {a: [b for b in names[i + 1:] if values[a].index.equals(values[b].index)
+                and np.allclose(values[a].to_numpy(), values[b].to_numpy(), rtol=rtol, atol=0)]
+            for i, a in enumerate(names)}
+
+
+def coincidence_note(label: str, panels: list[int], n_panels: int) -> str:
+    """Legend text for a series drawn under ``label`` in ``panels`` (1-based, left to right)."""
+    where = "" if len(panels) == n_panels else \
+        f" in panel{'s' if len(panels) > 1 else ''} {', '.join(map(str, panels))}"
+    return f" (= {label}{where})"
 
 
 def footer_text(results: pd.DataFrame, y_kind: str) -> str:

@@ -10,6 +10,8 @@ Inputs are checked (files, key column, types, algorithm, join type) before Spark
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -56,6 +58,37 @@ def check_key(schemas: dict[str, Any], on: str) -> None:
         raise CliError("key column types differ: " + ", ".join(f"{s}: {t}" for s, t in types.items()))
 
 
+def number_option(opts: dict[str, str], name: str, cast: type[int] | type[float],
+                  default: float | None, minimum: float) -> Any:
+    """``opts[name]`` as a finite number >= ``minimum``, or ``default`` when absent.
+
+    Checked here so a typo is one usage line, not a traceback after Spark has started.
+    """
+    if name not in opts:
+        return default
+    kind = "an integer" if cast is int else "a number"
+    try:
+        value = cast(opts[name])
+    except ValueError:
+        raise CliError(f"{name} must be {kind} >= {minimum:g}, got {opts[name]!r}") from None
+    if not math.isfinite(value) or value < minimum:
+        raise CliError(f"{name} must be {kind} >= {minimum:g}, got {opts[name]!r}")
+    return value
+
+
+def check_output(out: Path) -> None:
+    """The output must be new, and its nearest existing folder writable (Spark creates the rest)."""
+    if out.exists():
+        raise CliError(f"output {out} exists; remove it or choose another path")
+    folder = out.absolute().parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise CliError(f"cannot write {out}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CliError(f"cannot write {out}: folder {folder} is not writable")
+
+
 def _spark_preset(name: str) -> dict[str, Any]:
     from experiments.run import compose
 
@@ -98,10 +131,12 @@ def cmd_run(opts: dict[str, str]) -> int:
         raise CliError(f"{algo.name} cannot do {how!r} joins; it does: {', '.join(algo.join_types)}")
     check_key({"left": parquet_schema(opts["left"]), "right": parquet_schema(opts["right"])}, on)
     out = Path(opts["out"])
-    if out.exists():
-        raise CliError(f"output {out} exists; remove it or choose another path")
-    executors = int(opts.get("executors", 4))
-    partitions = int(opts.get("partitions", 3 * executors))
+    check_output(out)
+    executors = number_option(opts, "executors", int, 4, minimum=1)
+    partitions = number_option(opts, "partitions", int, 3 * executors, minimum=1)
+    seed = number_option(opts, "seed", int, 0, minimum=0)
+    budget = number_option(opts, "memory_budget_bytes", float, None, minimum=1)
+    record_bytes = number_option(opts, "record_bytes", int, None, minimum=1)
     preset = _spark_preset(opts.get("spark", "local"))
     params = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
 
@@ -114,12 +149,8 @@ def cmd_run(opts: dict[str, str]) -> int:
     spark = get_spark(**preset)
     left = spark.read.parquet(opts["left"])
     right = spark.read.parquet(opts["right"])
-    budget = opts.get("memory_budget_bytes")
-    ctx = BatchContext(spark, executors=executors, partitions=partitions,
-                       seed=int(opts.get("seed", 0)),
-                       memory_budget_bytes=float(budget) if budget else None,
-                       record_bytes=int(opts["record_bytes"]) if "record_bytes" in opts else None,
-                       params=params)
+    ctx = BatchContext(spark, executors=executors, partitions=partitions, seed=seed,
+                       memory_budget_bytes=budget, record_bytes=record_bytes, params=params)
     t0 = time.perf_counter()
     with TaskMetricsCapture(spark) as cap:
         result = algo.load()(ctx, left, right, JoinSpec(on=on, how=how))

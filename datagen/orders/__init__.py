@@ -1,9 +1,11 @@
 """Arrival orders of online (streaming) joins: which relation the next tuple comes from.
 
-A stream is the union of R and S plus an arrival sequence number. An *order* is one function
-``fn(n_r, n_s, rng, *, <its parameters with defaults>) -> Arrival`` in its own module plus one
-line in :data:`ORDERS`, so DINER's orders (sorted, partially sorted, bursty delays) or D-CAPE's
-generator are one new module each. An order may reorder the tuples within a relation
+A stream is the union of R and S plus an arrival sequence number. An *order* is one module in
+this package that defines ``NAME`` (the order's name, e.g. ``"fluct"``) and ``ORDER``, a
+function ``fn(n_r, n_s, rng, *, <its parameters with defaults>) -> Arrival``. Modules are
+found by listing the package (:func:`discover`), so DINER's orders (sorted, partially sorted,
+bursty delays) or D-CAPE's generator are one new module each and nothing else; helper modules
+shared by orders start with ``_``. An order may reorder the tuples within a relation
 (``Arrival.perm_r``/``perm_s``) and give event times; if it needs the key values (e.g. sorted
 arrival) it declares the keyword parameters ``keys_r``/``keys_s`` and receives the key columns.
 """
@@ -11,6 +13,7 @@ arrival) it declares the keyword parameters ``keys_r``/``keys_s`` and receives t
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,11 +24,6 @@ from datagen.chunks import stable_id
 from datagen.errors import GeneratorError
 from datagen.params import signature_params, validate_kwargs
 
-ORDERS: dict[str, str] = {
-    "random": "datagen.orders.interleave:random_order",  # seeded interleave at given shares
-    "fluct": "datagen.orders.fluct:fluct",  # Squall 5.4: alternate until one side is k x other
-    "rate": "datagen.orders.rate:rate_schedule",  # piecewise tuples/s per stream, event times
-}
 KEY_ARGS = ("keys_r", "keys_s")
 
 
@@ -59,16 +57,37 @@ class Arrival:
         return self
 
 
+def discover() -> dict[str, Callable[..., Arrival]]:
+    """Order name -> order function, from every public module of this package.
+
+    Not cached: listing a folder is cheap, and a module dropped in is seen at once. A public
+    module without ``NAME``/``ORDER``, or two modules with one name, is an error, not skipped,
+    so a misnamed order cannot silently vanish from ``python -m datagen list``.
+    """
+    found: dict[str, Callable[..., Arrival]] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        name, fn = getattr(mod, "NAME", None), getattr(mod, "ORDER", None)
+        if not isinstance(name, str) or not callable(fn):
+            raise GeneratorError(f"order module {mod.__name__} must define NAME (the order's "
+                                 "name) and ORDER (its function)")
+        if name in found:
+            raise GeneratorError(f"two order modules are named {name!r}")
+        found[name] = fn
+    return found
+
+
 def names() -> list[str]:
-    return sorted(ORDERS)
+    return sorted(discover())
 
 
 def load(order: str) -> Callable[..., Arrival]:
-    target = ORDERS.get(order)
-    if target is None:
-        raise GeneratorError(f"unknown order {order!r}; valid: {', '.join(names())}")
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    found = discover()
+    if order not in found:
+        raise GeneratorError(f"unknown order {order!r}; valid: {', '.join(sorted(found))}")
+    return found[order]
 
 
 def needs_keys(order: str) -> bool:
@@ -76,8 +95,16 @@ def needs_keys(order: str) -> bool:
 
 
 def resolve(order: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The order's parameters validated, with defaults (the key columns are not parameters)."""
-    return validate_kwargs(load(order), params, f"order {order!r}", reserved=KEY_ARGS)
+    """The order's parameters validated, with defaults (the key columns are not parameters).
+
+    The order then runs once on two empty relations, so its own range checks (e.g. fluct's
+    k > 1) fail here, before a stream generates or reads any input.
+    """
+    fn = load(order)
+    kw = validate_kwargs(fn, params, f"order {order!r}", reserved=KEY_ARGS)
+    empty = {k: np.zeros(0, np.int64) for k in KEY_ARGS if k in signature_params(fn)}
+    fn(0, 0, order_rng(0, order), **kw, **empty).check(0, 0, order)
+    return kw
 
 
 def order_rng(seed: int, order: str) -> np.random.Generator:

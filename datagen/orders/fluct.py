@@ -18,6 +18,8 @@ import numpy as np
 from datagen.errors import GeneratorError
 from datagen.orders import Arrival
 
+NAME = "fluct"  # the order's name in order= (found by datagen.orders.discover)
+
 
 def phases(n_r: int, n_s: int, k: float, first: str = "S", initial: int = 2) -> list[tuple[str, int]]:
     """The (relation, tuple count) runs of the order."""
@@ -56,3 +58,6 @@ def fluct(n_r: int, n_s: int, rng: np.random.Generator, *, k: float = 2.0, first
         return Arrival(np.zeros(0, dtype=bool))
     sides = np.array([s == "R" for s, _ in runs])
     return Arrival(np.repeat(sides, [n for _, n in runs]))
+
+
+ORDER = fluct

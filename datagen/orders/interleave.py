@@ -12,6 +12,8 @@ import numpy as np
 from datagen.errors import GeneratorError
 from datagen.orders import Arrival
 
+NAME = "random"  # the order's name in order= (found by datagen.orders.discover)
+
 
 def random_order(n_r: int, n_s: int, rng: np.random.Generator, *,
                  p_r: float | None = None) -> Arrival:
@@ -29,3 +31,6 @@ def random_order(n_r: int, n_s: int, rng: np.random.Generator, *,
     rest_r = n_r - int(head.sum())
     tail = np.ones(rest_r, dtype=bool) if rest_r else np.zeros(n - len(head), dtype=bool)
     return Arrival(np.concatenate([head, tail]))
+
+
+ORDER = random_order

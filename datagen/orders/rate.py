@@ -15,6 +15,8 @@ import numpy as np
 from datagen.errors import GeneratorError
 from datagen.orders import Arrival
 
+NAME = "rate"  # the order's name in order= (found by datagen.orders.discover)
+
 PROCESSES = ("constant", "poisson")
 
 
@@ -54,3 +56,6 @@ def rate_schedule(n_r: int, n_s: int, rng: np.random.Generator, *,
     side = np.concatenate([np.zeros(n_r, dtype=np.int8), np.ones(n_s, dtype=np.int8)])
     idx = np.lexsort((side, when))  # by time, then R before S
     return Arrival(side[idx] == 0, event_time=when[idx])
+
+
+ORDER = rate_schedule

@@ -21,6 +21,19 @@ KINDS: dict[str, str] = {
     "squall_theory": "experiments.kinds.squall_theory:run_point",
 }
 
+# The join-registry kind (joins.registry) of the algorithm each series of a figure of this
+# experiment kind runs; kinds absent here run no registered algorithm.
+ALGORITHM_KINDS: dict[str, str] = {
+    "batch_join": "batch",
+    "first_iteration": "batch",
+    "online_join": "online",
+}
+
+
+def series_algorithm(figure: dict, series: str) -> str:
+    """The registered algorithm a series runs: its ``algorithm`` key, else the series name."""
+    return figure["series"][series].get("algorithm", series)
+
 
 @dataclass
 class PointContext:

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 
 from experiments.cost_model import executor_imbalance, stage_table
 from experiments.figure_spec import resolve_scaled, scaled_rule
-from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
+from experiments.kinds import PointContext, PointOutcome, series_algorithm, wall_clock_guard
 from experiments.spark_metrics import TaskMetricsCapture
 from experiments.spark_session import get_spark
 from joins.api import BatchContext, BudgetExceeded, JoinSpec, consume_output
@@ -45,7 +45,7 @@ def point_settings(pc: PointContext) -> dict[str, Any]:
     for path, value in resolve_scaled(series.get("overrides", {}), pc.scale).items():
         _set_path(settings, path, value)
     _set_path(settings, fig["x"]["param"], pc.x)
-    settings["algorithm"] = series.get("algorithm", pc.series)
+    settings["algorithm"] = series_algorithm(fig, pc.series)
     return settings
 
 

@@ -4,7 +4,7 @@ example, for one seed of the random sub-list ids (exact pair counts, no timing).
 from __future__ import annotations
 
 from datagen.amjoin_toy import FIG3_PARAMS, FIG3_PARTITIONS, FIG3_R, FIG3_S
-from experiments.kinds import PointContext, PointOutcome
+from experiments.kinds import PointContext, PointOutcome, series_algorithm
 from experiments.spark_session import get_spark
 from joins.api import BatchContext
 from joins.batch.hot_keys import sublists
@@ -19,7 +19,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     import pyarrow as pa
 
     spark = get_spark(**pc.spark_cfg)
-    basic = pc.figure["series"][pc.series]["algorithm"] == "tree_join_basic"
+    basic = series_algorithm(pc.figure, pc.series) == "tree_join_basic"
     ctx = BatchContext(spark, executors=FIG3_PARTITIONS, partitions=FIG3_PARTITIONS,
                        seed=int(pc.x), params=FIG3_PARAMS)
     opts = TreeOptions.of(ctx, "inner", self_join=False)

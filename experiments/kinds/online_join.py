@@ -234,6 +234,12 @@ def _settings(pc: PointContext) -> tuple[dict, dict, dict]:
                    "batch_size": weak_batch_size(run, factor), "algorithm": s["algorithm"]}
 
 
+def inputs(pc: PointContext) -> tuple[str, dict[str, Any]]:
+    """The generator and parameters of this point's R and S (what ``make data`` prepares)."""
+    _, wl, run = _settings(pc)
+    return wl["generator"], run["params"]
+
+
 def weak_batch_size(run: dict, factor: float) -> int:
     """Tuples per micro-batch; under ``weak_batches`` times the weak-scaling factor, since the
     modeled time sums each micro-batch's slowest joiner and a fixed batch spread over more
@@ -257,7 +263,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     spark = get_spark(**pc.spark_cfg)
     out = PointOutcome(status="ok", spark_version=spark.version,
                        spark_master=spark.sparkContext.master)
-    folder = Path(materialize(wl["generator"], params, spark=spark, progress=pc.progress))
+    folder = Path(materialize(*inputs(pc), spark=spark, progress=pc.progress))
     n_r, n_s = _rows(folder, "R"), _rows(folder, "S")
     total = n_r + n_s
     rules, sizes = pc.figure.get("rules", {}), pc.figure["workload"]["sizes"]

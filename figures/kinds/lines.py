@@ -1,5 +1,6 @@
 """One line per series against x; failed points marked where the series would be; optional
-extra panels of other metrics; the paper's numbers overlaid as hollow markers."""
+extra panels of other metrics; the paper's numbers overlaid as hollow markers. A series that
+another one covers (equal y at every x) is drawn wider beneath it and says so in the legend."""
 
 from __future__ import annotations
 
@@ -11,36 +12,54 @@ from figures.style import (
     FAIL_LABELS,
     FAIL_MARKERS,
     FAILED,
+    LINE_WIDTH,
+    MARKER_SIZE,
+    RIM_MARKER,
+    RIM_WIDTH,
+    coincidence_note,
+    covering_series,
     footer_text,
     series_colors,
     series_linestyles,
+    series_markers,
     y_kind_of,
 )
 
 
+def _labels(figure: dict) -> dict[str, str]:
+    return {k: v.get("label", k) for k, v in figure["series"].items()}
+
+
 def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: bool,
-           colors: dict, paper: list[dict]) -> None:
-    labels = {k: v.get("label", k) for k, v in figure["series"].items()}
+           colors: dict, paper: list[dict]) -> tuple[dict, dict[str, str]]:
+    """Draw one metric; return each series' line and, per covered series, the one on top."""
+    labels = _labels(figure)
     styles = series_linestyles(list(figure["series"]))
+    markers = series_markers(list(figure["series"]))
     status = results.groupby(["series", "x"])["status"].first()
     # overflow points have a value (their time includes the spill): drawn, and starred
     values = results[(results.metric == y) & results.status.isin(["ok", "overflow"])]
     top = values["value"].max() if not values.empty else 1.0
     used_fail: set[str] = set()
     marks_at: dict[float, int] = {}
+    means = {name: values[values.series == name].groupby("x")["value"].mean().sort_index()
+             for name in figure["series"]}
+    covers = covering_series(means)
+    lines = {}
     for name in figure["series"]:
-        ser = values[values.series == name].groupby("x")["value"].mean().sort_index()
+        ser, depth = means[name], len(covers.get(name, []))
+        look = {"marker": markers[name], "ms": MARKER_SIZE + RIM_MARKER * depth,
+                "lw": LINE_WIDTH + RIM_WIDTH * depth, "color": colors[name],
+                "linestyle": styles[name], "label": labels[name]}
         if not ser.empty:
-            ax.plot(ser.index, ser.to_numpy(), marker="o", ms=3.5, color=colors[name],
-                    linestyle=styles[name], label=labels[name])
+            lines[name], = ax.plot(ser.index, ser.to_numpy(), **look)
             over = values[(values.series == name) & (values.status == "overflow")]
             if not over.empty:
                 o = over.groupby("x")["value"].mean()
                 ax.scatter(o.index, o.to_numpy(), marker="*", s=90, color=colors[name], zorder=6)
                 used_fail.add("overflow")
         elif name in set(results.series):
-            ax.plot([], [], marker="o", ms=3.5, color=colors[name], linestyle=styles[name],
-                    label=labels[name])
+            lines[name], = ax.plot([], [], **look)
         if name in status.index.get_level_values(0):
             st = status.loc[name]
             for x, s in st[st.isin(FAILED)].items():
@@ -62,6 +81,7 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
     if figure["x"].get("logx"):
         ax.set_xscale("log")
     ax.grid(alpha=0.3)
+    return lines, {name: above[-1] for name, above in covers.items() if above}
 
 
 def draw(figure: dict, results: pd.DataFrame):
@@ -70,9 +90,20 @@ def draw(figure: dict, results: pd.DataFrame):
                "logy": plot.get("logy", False)}, *plot.get("extra_panels", [])]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     colors = series_colors(list(figure["series"]))
-    for ax, p in zip(axes[0], panels, strict=True):
-        _panel(ax, figure, results, p["y"], p.get("ylabel", p["y"]), p.get("logy", False),
-               colors, figure.get("paper_values", []))
+    legend_lines: dict = {}
+    covered: dict[str, dict[str, list[int]]] = {}  # series -> series on top -> panels
+    for i, (ax, p) in enumerate(zip(axes[0], panels, strict=True), start=1):
+        lines, on_top = _panel(ax, figure, results, p["y"], p.get("ylabel", p["y"]),
+                               p.get("logy", False), colors, figure.get("paper_values", []))
+        if i == 1:  # the figure's legend is the first panel's
+            legend_lines = lines
+        for name, top in on_top.items():
+            covered.setdefault(name, {}).setdefault(top, []).append(i)
+    labels = _labels(figure)
+    for name, tops in covered.items():
+        if name in legend_lines:
+            legend_lines[name].set_label(labels[name] + "".join(
+                coincidence_note(labels[top], where, len(panels)) for top, where in tops.items()))
     kinds = sorted({y_kind_of(p.get("ylabel", p["y"])) for p in panels})
     fig.text(0.01, -0.04, footer_text(results, "; ".join(kinds)), fontsize=6.5, color="0.35")
     fig.tight_layout()

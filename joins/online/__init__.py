@@ -51,7 +51,7 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                partitions: int | None = None, checkpoint_every: int = 10,
                migration_rate: float = 2.0, order_params: dict | None = None,
                backend: str = "spark", transport: str = "broadcast",
-               **operator_params) -> StreamResult:
+               predicate=None, **operator_params) -> StreamResult:
     """Stream R and S through an online join operator on Spark.
 
     ``partitions``: Spark partitions holding the J logical workers (default: the
@@ -61,6 +61,9 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
     Spark stage per micro-batch) or ``"shuffle"`` (parallelize + partitionBy, two stages).
     ``backend="local"`` runs the same worker steps in this process (fast property tests
     only; never for measurements).
+    ``predicate``: the local join kernel's predicate (:class:`joins.online.kernel.Predicate`,
+    e.g. an inequality) instead of the equality or band of ``band``; content-insensitive
+    routing (grid, biclique) only, since hash routing sends unequal keys apart.
     ``memory_budget_tuples``: per worker; exceeding it is recorded (status "overflow") and
     charged (``spill="charge"``), also really written to local disk (``spill="disk"``), or
     evicted to disk with a clean-up phase after the stream (``spill="evict"``, D-CAPE).
@@ -83,6 +86,11 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                                  order_params=order_params)
     policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
                      band=band, **operator_params)
+    if predicate is not None and band is not None:
+        raise ValueError("give band= or predicate=, not both")
+    if predicate is not None and predicate.name != "equi" and policy.layout.kind == "hash":
+        raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "
+                         "(grid or biclique); hash routing only meets equal keys")
     parts = partitions or max(1, min(joiners, executor_cores(spark)))
     from experiments.paths import ONLINE_SCRATCH
 
@@ -91,7 +99,7 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
     if output is not None:
         pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(ONLINE_SCRATCH)))
     spill_dir = _mk(ONLINE_SCRATCH / f"spill-{run_id}") if spill != "charge" else None
-    cfg = RunConfig(band=band, want_pairs=collect_output,
+    cfg = RunConfig(band=band, predicate=predicate, want_pairs=collect_output,
                     pairs_dir=str(pairs_dir) if pairs_dir else None,
                     budget_tuples=memory_budget_tuples, spill=spill,
                     spill_dir=str(spill_dir) if spill_dir else None)

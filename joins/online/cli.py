@@ -5,14 +5,19 @@
         [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk|evict] \\
         [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)]
 
-Bad input (missing file or column, unknown operator or order, J < 1, ...) is reported with a
-clear message and exit code 2 before Spark starts.
+Bad input (missing file or column, key types that differ, a band on non-numeric keys, unknown
+operator or order, J < 1, a parameter the operator or the order rejects, ...) is reported with
+a clear message and exit code 2 before Spark starts. Modeled cost uses the machine's
+calibration (``make calibrate``, else the committed default), printed as ``calibration``.
 """
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
+
+from joins.cli import CliError, check_key, parquet_schema
 
 USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
@@ -21,17 +26,8 @@ _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "control
 _SPARK = {"local": "local[2]", "local_cluster": "local-cluster[2,1,1024]"}
 
 
-class UsageError(ValueError):
+class UsageError(CliError):
     pass
-
-
-def _value(text: str):
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return {"true": True, "false": False, "none": None}.get(text.lower(), text)
 
 
 def parse(argv: list[str]) -> dict:
@@ -44,22 +40,73 @@ def parse(argv: list[str]) -> dict:
     return args
 
 
-def _parquet_columns(path: str, name: str) -> list[str]:
-    import pyarrow.dataset as ds
+def _typed(args: dict, name: str, tp, default=None):
+    """``args[name]`` converted to ``tp`` (``1e5`` is an int), a usage error if it is not."""
+    from datagen.errors import GeneratorError
+    from datagen.params import coerce
 
-    p = Path(path)
-    if not p.exists():
-        raise UsageError(f"{name}={path}: no such file or folder")
+    if name not in args:
+        return default
     try:
-        return list(ds.dataset(str(p), format="parquet").schema.names)
-    except Exception as e:  # noqa: BLE001 - any unreadable input is a usage error
-        raise UsageError(f"{name}={path}: not readable as Parquet ({e})") from e
+        return coerce(name, args[name], tp)
+    except GeneratorError as e:
+        raise UsageError(str(e)) from e
+
+
+def _check_keys(schemas: dict, on: str, band: float | None) -> None:
+    """Same key type on both sides (as the batch CLI requires: the engine would otherwise
+    factorise an int key against a string key); a band join needs numeric keys."""
+    import pyarrow as pa
+
+    check_key(schemas, on)
+    t = schemas["r"].field(on).type
+    numeric = (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+               or pa.types.is_null(t))
+    if band is not None and not numeric:
+        raise UsageError(f"a band join needs numeric keys; {on!r} is {t}")
+
+
+def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s: int) -> dict:
+    """The operator's own parameters, typed by its signature and checked by building its
+    policy once (e.g. DYNAMIC's eps, warmup, decide_on), all without Spark."""
+    import typing
+
+    from joins import registry
+
+    factory = registry.get(op, "online").load()
+    hints = typing.get_type_hints(factory)
+    unknown = sorted(set(extra) - set(inspect.signature(factory).parameters))
+    if unknown:
+        raise UsageError(f"unknown parameters for {op}: {unknown}")
+    typed = {k: _typed(extra, k, hints.get(k, typing.Any)) for k in extra}
+    try:
+        factory(joiners, n_r=n_r, n_s=n_s, seed=opts["seed"], controller=opts["controller"],
+                band=opts["band"], **typed)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{op}: {e}") from e
+    return typed
+
+
+def calibrated_cost():
+    """The online cost model of the machine's calibration (the one the figures use)."""
+    from experiments.cost_model import load_calibration
+    from experiments.kinds.online_join import cost_model
+
+    cal = load_calibration()
+    try:
+        return cal.id, cost_model(cal)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
 
 
 def validate(args: dict) -> dict:
     """Check everything that can be checked without Spark; returns typed options."""
-    from datagen import orders
+    import pyarrow.dataset as ds
+
+    from datagen.errors import GeneratorError
+    from datagen.orders import names as order_names
     from joins import registry
+    from joins.online.source import check_order
 
     for req in ("operator", "r", "s", "joiners"):
         if req not in args:
@@ -74,13 +121,7 @@ def validate(args: dict) -> dict:
     if joiners < 1:
         raise UsageError(f"joiners must be >= 1, got {joiners}")
     on = args.get("on", "key")
-    for side in ("r", "s"):
-        cols = _parquet_columns(args[side], side)
-        if on not in cols:
-            raise UsageError(f"{side}={args[side]} has no column {on!r}; columns: {cols}")
-    order = args.get("order", "random")
-    if order not in orders.names():
-        raise UsageError(f"unknown order {order!r}; valid: {', '.join(orders.names())}")
+    schemas = {side: parquet_schema(args[side]) for side in ("r", "s")}
     band = None
     if args.get("band") not in (None, "", "none"):
         try:
@@ -91,6 +132,10 @@ def validate(args: dict) -> dict:
             raise UsageError(f"band must be >= 0, got {band}")
         if op == "shj":
             raise UsageError("shj is an equi-join operator; drop band= or pick a grid operator")
+    _check_keys(schemas, on, band)
+    order = args.get("order", "random")
+    if order not in order_names():
+        raise UsageError(f"unknown order {order!r}; valid: {', '.join(order_names())}")
     controller = args.get("controller", "exact")
     if controller not in ("exact", "sampled"):
         raise UsageError(f"controller must be exact or sampled, got {controller!r}")
@@ -101,27 +146,31 @@ def validate(args: dict) -> dict:
     if spark not in _SPARK:
         raise UsageError(f"spark must be one of {', '.join(_SPARK)}, got {spark!r}")
     opts = dict(operator=op, joiners=joiners, on=on, band=band, order=order,
-                controller=controller, spill=spill, seed=int(args.get("seed", 0)),
-                batch_size=int(args.get("batch_size", 50_000)),
-                k=float(args["k"]) if "k" in args else None,
-                progress=bool(_value(args.get("progress", "true"))))
+                controller=controller, spill=spill, seed=_typed(args, "seed", int, 0),
+                batch_size=_typed(args, "batch_size", int, 50_000),
+                k=_typed(args, "k", float), progress=_typed(args, "progress", bool, True))
     if opts["batch_size"] < 1:
         raise UsageError("batch_size must be >= 1")
-    if "budget" in args:
-        opts["memory_budget_tuples"] = int(args["budget"])
-    for key in ("partitions", "checkpoint_every"):
-        if key in args:
-            opts[key] = int(args[key])
-    if "migration_rate" in args:
-        opts["migration_rate"] = float(args["migration_rate"])
-    extra = {k: _value(v) for k, v in args.items() if k not in _ENGINE}
-    import inspect
-
-    params = inspect.signature(registry.get(op, "online").load()).parameters
-    unknown = sorted(set(extra) - set(params))
-    if unknown:
-        raise UsageError(f"unknown parameters for {op}: {unknown}")
-    opts.update(extra)
+    # budget: tuples per worker; checkpoint_every=0 never cuts the lineage
+    for key, name, low in (("budget", "memory_budget_tuples", 0), ("partitions", "partitions", 1),
+                           ("checkpoint_every", "checkpoint_every", 0)):
+        value = _typed(args, key, int)
+        if value is not None and value < low:
+            raise UsageError(f"{key} must be >= {low}, got {value}")
+        if value is not None:
+            opts[name] = value
+    rate = _typed(args, "migration_rate", float)
+    if rate is not None and rate <= 0:
+        raise UsageError(f"migration_rate must be > 0, got {rate}")
+    if rate is not None:
+        opts["migration_rate"] = rate
+    try:
+        check_order(order, opts["seed"], opts["k"])
+    except GeneratorError as e:
+        raise UsageError(f"order {order}: {e}") from e
+    rows = [ds.dataset(args[side], format="parquet").count_rows() for side in ("r", "s")]
+    extra = {k: v for k, v in args.items() if k not in _ENGINE}
+    opts.update(_policy_check(op, joiners, opts, extra, *rows))
     return opts
 
 
@@ -145,21 +194,25 @@ def main(argv: list[str]) -> int:
     try:
         args = parse(argv)
         opts = validate(args)
-    except UsageError as e:
+        calibration, cost = calibrated_cost()
+    except CliError as e:
         print(f"error: {e}\n\nusage:\n{USAGE}", file=sys.stderr)
         return 2
     from experiments.spark_session import get_spark
     from joins.online import run_stream
 
     spark = get_spark(_SPARK[args.get("spark", "local")])
-    res = run_stream(spark, args["r"], args["s"], output=args.get("out"), **opts)
+    res = run_stream(spark, args["r"], args["s"], output=args.get("out"), cost=cost, **opts)
     _print_batches(res.metrics)
+    print(f"calibration: {calibration}")
     for k, v in res.summary.items():
         if k != "cost_model":
             print(f"{k}: {v}")
     if "metrics" in args:
         Path(args["metrics"]).parent.mkdir(parents=True, exist_ok=True)
-        res.metrics.to_parquet(args["metrics"], index=False)
+        res.metrics.assign(calibration=calibration,
+                           calibration_id=cost.calibration_id).to_parquet(args["metrics"],
+                                                                          index=False)
     return 0
 
 

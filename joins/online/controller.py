@@ -96,22 +96,32 @@ class DynamicGrid(Policy):
       Default ``decide_on="updated"`` uses |R|+|dR|, |S|+|dS| (what Lemmas 4.2-4.3 analyse and
       Squall's advisor does); ``"previous"`` uses the totals of the last decision.
     * Multi-step jumps: the best mapping over all n*m = J is taken (e.g. (8,8) -> (1,64) at the
-      first decision); the layout reaches it by pairwise steps (same volume as one jump).
+      first decision). ``jump="direct"`` (default) moves there in one migration (one epoch):
+      the target layout is the composition of the pairwise steps, and each tuple goes straight
+      from its old holder to its new one. ``jump="steps"`` migrates one doubling at a time,
+      one epoch each (the paper's lemmas cover only these); each next step fires at the first
+      tuple after the previous migration ended, without a new trigger.
     * While a migration runs, decisions are deferred (the controller may only start a new
       migration once all joiners finished), counts keep accumulating.
     """
 
     def __init__(self, joiners: int, *, initial: tuple[int, int], eps: float = 1.0,
                  warmup: int = 0, controller: str = "exact", seed: int = 0,
-                 decide_on: str = "updated") -> None:
+                 decide_on: str = "updated", jump: str = "direct") -> None:
         if controller not in ("exact", "sampled"):
             raise ValueError(f"controller must be exact or sampled, got {controller!r}")
         if decide_on not in ("updated", "previous"):
             raise ValueError(f"decide_on must be updated or previous, got {decide_on!r}")
         if not 0 < eps <= 1:
             raise ValueError(f"eps must be in (0, 1], got {eps}")
+        if warmup < 0:
+            raise ValueError(f"warmup must be >= 0 tuples, got {warmup}")
+        if jump not in ("direct", "steps"):
+            raise ValueError(f"jump must be direct or steps, got {jump!r}")
         self.J, self.eps, self.warmup = joiners, eps, int(warmup)
         self.controller, self.seed, self.decide_on = controller, seed, decide_on
+        self.jump = jump
+        self.target: tuple[int, int] | None = None  # where jump="steps" is still heading
         self.layout = GridLayout.initial(*initial)
         self.R = self.S = 0.0  # totals at the last decision
         self.dR = self.dS = 0.0  # scaled increments since
@@ -132,6 +142,9 @@ class DynamicGrid(Policy):
     def scan(self, is_r, seq0):
         if not len(is_r):
             return None
+        if self.target is not None:  # the next step of a jump, at the first tuple
+            self.observe(is_r[:1], seq0)
+            return 0
         ir, is_ = self._increments(is_r, seq0)
         cr, cs = self.dR + np.cumsum(ir), self.dS + np.cumsum(is_)
         cond = ((cr >= self.eps * self.R) | (cs >= self.eps * self.S)) & \
@@ -141,7 +154,25 @@ class DynamicGrid(Policy):
         self.dR, self.dS = float(cr[f]), float(cs[f])
         return f if len(hits) else None
 
+    def _step(self, at: int, info: dict) -> Decision:
+        """Move to the target, or with jump="steps" one doubling towards it (when the target
+        is a power-of-two number of doublings away; otherwise directly)."""
+        n, m = self.target
+        cur_n = self.layout.mapping[0]
+        ratio = max(n, cur_n) // min(n, cur_n)
+        if self.jump == "steps" and max(n, cur_n) % min(n, cur_n) == 0 and \
+                ratio & (ratio - 1) == 0:
+            n = cur_n * 2 if n > cur_n else cur_n // 2
+            m = self.J // n
+        self.target = None if (n, m) == self.target else self.target
+        self.layout = self.layout.regrid(n, m)
+        return Decision(at, info, self.layout)
+
     def decide(self, at):
+        if self.target is not None:
+            cur = self.layout.mapping
+            return self._step(at, dict(est_r=self.R, est_s=self.S, from_n=cur[0],
+                                       from_m=cur[1], to_n=self.target[0], to_m=self.target[1]))
         prev = (self.R, self.S)
         self.R, self.S = self.R + self.dR, self.S + self.dS
         self.dR = self.dS = 0.0
@@ -152,8 +183,8 @@ class DynamicGrid(Policy):
                     to_m=best[1])
         if best == cur:
             return Decision(at, info)
-        self.layout = self.layout.regrid(*best)
-        return Decision(at, info, self.layout)
+        self.target = best
+        return self._step(at, info)
 
 
 class Scripted(Policy):

@@ -9,11 +9,65 @@ ILF, as every received tuple is stored) after the non-null ones and never match.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Protocol
+
 import numpy as np
 
 EMPTY_F = np.zeros(0, np.float64)
 EMPTY_I = np.zeros(0, np.int64)
 EMPTY_U = np.zeros(0, np.uint32)
+
+
+class Predicate(Protocol):
+    """The local join kernel's predicate over the key-sorted index: the pluggable part.
+
+    Any predicate whose matches for one probe key form one contiguous range of the sorted
+    stored keys plugs in (equality, a band, an inequality); ``probes_are_r`` says which side
+    the probe keys come from, for predicates that are not symmetric. Probing, migration,
+    spilling and the clean-up phase all go through :meth:`ranges`.
+    """
+
+    name: str
+
+    def ranges(self, stored: np.ndarray, probe: np.ndarray,
+               probes_are_r: bool) -> tuple[np.ndarray, np.ndarray]:
+        """[lo, hi) into ``stored`` (sorted, no NaN) of the matches of each probe key."""
+        ...
+
+
+@dataclass(frozen=True)
+class Equi:
+    """r.key = s.key."""
+
+    name: str = "equi"
+
+    def ranges(self, stored, probe, probes_are_r):
+        return np.searchsorted(stored, probe, "left"), np.searchsorted(stored, probe, "right")
+
+
+@dataclass(frozen=True)
+class Band:
+    """|r.key - s.key| <= width (the paper's band joins)."""
+
+    width: float
+    name: str = "band"
+
+    def ranges(self, stored, probe, probes_are_r):
+        return (np.searchsorted(stored, probe - self.width, "left"),
+                np.searchsorted(stored, probe + self.width, "right"))
+
+
+EQUI = Equi()
+
+
+def as_predicate(predicate: Predicate | float | None) -> Predicate:
+    """A predicate from the engine's shorthand: None is equality, a number a band width."""
+    if predicate is None:
+        return EQUI
+    if isinstance(predicate, int | float):
+        return Band(float(predicate))
+    return predicate
 
 
 class SideStore:
@@ -65,14 +119,14 @@ class SideStore:
         mask[:k] = True
         return self.select(mask), self.select(~mask)
 
-    def ranges(self, qkey: np.ndarray, band: float | None) -> tuple[np.ndarray, np.ndarray]:
-        """For each probe key, the index range of matching stored tuples (empty for nulls)."""
+    def ranges(self, qkey: np.ndarray, predicate: Predicate | float | None,
+               probes_are_r: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """For each probe key, the index range of matching stored tuples (empty for nulls).
+
+        ``predicate``: a :class:`Predicate`, or (shorthand) a band width, or None for equality.
+        """
         kv = self.key[: self.nvalid]
-        if band is None:
-            lo, hi = np.searchsorted(kv, qkey, "left"), np.searchsorted(kv, qkey, "right")
-        else:
-            lo = np.searchsorted(kv, qkey - band, "left")
-            hi = np.searchsorted(kv, qkey + band, "right")
+        lo, hi = as_predicate(predicate).ranges(kv, qkey, probes_are_r)
         null = np.isnan(qkey)
         if null.any():
             lo, hi = np.where(null, 0, lo), np.where(null, 0, hi)
@@ -113,8 +167,9 @@ class ProbeResult:
         return np.concatenate(self.r), np.concatenate(self.s)
 
 
-def probe(store: SideStore, probes: SideStore, probes_are_r: bool, band: float | None,
-          out: ProbeResult, want_pairs: bool, *, stored_seq_min: int | None = None,
+def probe(store: SideStore, probes: SideStore, probes_are_r: bool,
+          predicate: Predicate | float | None, out: ProbeResult, want_pairs: bool, *,
+          stored_seq_min: int | None = None,
           before_probe: bool = False) -> None:
     """Join ``probes`` (one relation) against ``store`` (the other).
 
@@ -126,7 +181,7 @@ def probe(store: SideStore, probes: SideStore, probes_are_r: bool, band: float |
     """
     if not len(probes) or not len(store):
         return
-    lo, hi = store.ranges(probes.key, band)
+    lo, hi = store.ranges(probes.key, predicate, probes_are_r)
     if not want_pairs and not before_probe:
         if stored_seq_min is None:
             out.add(int((hi - lo).sum()))

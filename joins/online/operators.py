@@ -24,7 +24,8 @@ def _unused(name: str, extra: dict) -> None:
 
 def dynamic(joiners: int, *, n_r: int, n_s: int, seed: int = 0, controller: str = "exact",
             band: float | None = None, eps: float = 1.0, warmup: int | None = None,
-            decide_on: str = "updated", initial: tuple[int, int] | None = None, **extra):
+            decide_on: str = "updated", initial: tuple[int, int] | None = None,
+            jump: str = "direct", **extra):
     """Squall's DYNAMIC, initialised with the (sqrt J, sqrt J) mapping (catalogue 2.12).
 
     ``warmup`` defaults to 1% of the whole stream (the paper: 500K tuples, "less than 1% of
@@ -35,7 +36,7 @@ def dynamic(joiners: int, *, n_r: int, n_s: int, seed: int = 0, controller: str 
         warmup = math.ceil(0.01 * (n_r + n_s))
     return DynamicGrid(joiners, initial=tuple(initial) if initial else square_mapping(joiners),
                        eps=eps, warmup=warmup, controller=controller, seed=seed,
-                       decide_on=decide_on)
+                       decide_on=decide_on, jump=jump)
 
 
 def static_mid(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,

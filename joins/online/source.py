@@ -81,6 +81,26 @@ def to_float_keys(kr: np.ndarray, ks: np.ndarray, band: float | None
     return out[0], out[1]
 
 
+def order_kwargs(order: str, k: float | None, order_params: dict | None) -> dict:
+    """The arrival order's parameters: ``order_params`` plus ``k`` if the order has one."""
+    from datagen.orders import load
+    from datagen.params import signature_params
+
+    params = dict(order_params or {})
+    if k is not None and "k" in signature_params(load(order)):
+        params["k"] = k  # k is the fluct order's ratio; other orders have no k
+    return params
+
+
+def check_order(order: str, seed: int, k: float | None, order_params: dict | None = None
+                ) -> None:
+    """Run the order on an empty stream: its own parameter checks (e.g. fluct's k > 1) and
+    the seed's raise a GeneratorError without reading any input."""
+    from datagen.orders import compute_arrival
+
+    compute_arrival(order, 0, 0, seed, **order_kwargs(order, k, order_params))
+
+
 @dataclass
 class Stream:
     """Arrival-ordered tuples: relation flag, tid, float key, routing coordinate u."""
@@ -109,13 +129,9 @@ def build_stream(r: Relation, s: Relation, *, order: str, seed: int, k: float | 
         tid = np.concatenate([r.tid, s.tid])[order_idx]
         key = np.concatenate([kr, ks])[order_idx]
     else:
-        from datagen.orders import compute_arrival, load
-        from datagen.params import signature_params
+        from datagen.orders import compute_arrival
 
-        params = dict(order_params or {})
-        if k is not None and "k" in signature_params(load(order)):
-            params["k"] = k  # k is the fluct order's ratio; other orders have no k
-        arr = compute_arrival(order, n_r, n_s, seed, **params)
+        arr = compute_arrival(order, n_r, n_s, seed, **order_kwargs(order, k, order_params))
         is_r = arr.is_r
         perm_r = arr.perm_r if arr.perm_r is not None else np.arange(n_r)
         perm_s = arr.perm_s if arr.perm_s is not None else np.arange(n_s)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from joins.online.kernel import ProbeResult, SideStore, probe
+from joins.online.kernel import Predicate, ProbeResult, SideStore, as_predicate, probe
 from joins.online.layouts import BOTH, PROBE, STORE, Layout
 from joins.online.spill_store import SpillStore
 
@@ -31,11 +31,17 @@ class RunConfig:
     """Constant for a run; shipped with every chunk (small)."""
 
     band: float | None = None
+    # the local kernel's predicate; None: equality, or the band of ``band``
+    predicate: Predicate | None = None
     want_pairs: bool = False  # collect pairs in the report (tests, small outputs)
     pairs_dir: str | None = None  # write pairs as Parquet files (idempotent names)
     budget_tuples: int | None = None  # per worker
     spill: str = "charge"  # "charge" | "disk" | "evict" (see _spill)
     spill_dir: str | None = None
+
+    @property
+    def kernel(self) -> Predicate:
+        return self.predicate if self.predicate is not None else as_predicate(self.band)
 
 
 @dataclass
@@ -128,20 +134,20 @@ def _join_new(ws: WorkerState, d: Deliveries, cfg: RunConfig, out: ProbeResult) 
     (biclique: store-only and probe-only deliveries): a probe sees the old state fully and the
     same batch's stored tuples only if they arrived earlier (the arrival-order rule).
     """
-    band, pairs = cfg.band, cfg.want_pairs or cfg.pairs_dir is not None
+    kernel, pairs = cfg.kernel, cfg.want_pairs or cfg.pairs_dir is not None
     if np.all(d.role == BOTH):
         new_r, new_s = d.side(True, STORE), d.side(False, STORE)
-        probe(ws.s, new_r, True, band, out, pairs)
+        probe(ws.s, new_r, True, kernel, out, pairs)
         ws.r.insert(new_r)
-        probe(ws.r, new_s, False, band, out, pairs)
+        probe(ws.r, new_s, False, kernel, out, pairs)
         ws.s.insert(new_s)
         return len(new_r) + len(new_s)
     pr, ps = d.side(True, PROBE), d.side(False, PROBE)
     sr, ss = d.side(True, STORE), d.side(False, STORE)
-    probe(ws.s, pr, True, band, out, pairs)
-    probe(ss, pr, True, band, out, pairs, before_probe=True)
-    probe(ws.r, ps, False, band, out, pairs)
-    probe(sr, ps, False, band, out, pairs, before_probe=True)
+    probe(ws.s, pr, True, kernel, out, pairs)
+    probe(ss, pr, True, kernel, out, pairs, before_probe=True)
+    probe(ws.r, ps, False, kernel, out, pairs)
+    probe(sr, ps, False, kernel, out, pairs, before_probe=True)
     ws.r.insert(sr)
     ws.s.insert(ss)
     return len(pr) + len(ps)
@@ -151,7 +157,7 @@ def _receive(ws: WorkerState, msg: Migrated, cfg: RunConfig, out: ProbeResult) -
     """Alg 3 lines 10/17: a migrated tuple joins the new epoch's stored tuples, then is kept."""
     pairs = cfg.want_pairs or cfg.pairs_dir is not None
     other = ws.s if msg.is_r else ws.r
-    probe(other, msg.tuples, msg.is_r, cfg.band, out, pairs, stored_seq_min=msg.start)
+    probe(other, msg.tuples, msg.is_r, cfg.kernel, out, pairs, stored_seq_min=msg.start)
     (ws.r if msg.is_r else ws.s).insert(msg.tuples)
 
 
@@ -274,7 +280,7 @@ def _cleanup(ws: WorkerState, cfg: RunConfig, out: ProbeResult) -> None:
         order = np.argsort(np.concatenate([x.key for x, _ in lst]), kind="stable")
         merged[n] = (st, ev[order])
     (rs, rev), (ss, sev) = merged["r"], merged["s"]
-    lo, hi = ss.ranges(rs.key, cfg.band)
+    lo, hi = ss.ranges(rs.key, cfg.kernel, True)
     from joins.online.kernel import expand
 
     pi, si = expand(lo, hi)

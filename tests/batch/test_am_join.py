@@ -18,6 +18,7 @@ from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
 from tests.examples import examples
 from tests.frames import to_spark
+from tests.strategies import frames, keyed_rows
 
 # Fig. 4: with "hot" meaning "occurs more than once" (τ = 2), κ_R = {1:2, 2:2, 3:2, 4:2} and
 # κ_S = {1:2, 6:2, 11:2, 12:2}. Fig. 1(a)'s rows are image-only; these are invented around those
@@ -108,10 +109,19 @@ def test_basic_fails_where_balanced_fits(spark):
     assert extra["replicated_records"] == 12 * 3 + 9 * 3 and extra["iterations"] >= 1
 
 
-def test_am_join_basic_matches_oracle(spark):
-    out, extra = run(spark, "am_join_basic", LEFT, RIGHT, "right", params={"hot_threshold": 3})
-    assert_same_rows(out, oracle_join(LEFT, RIGHT, "key", "right"))
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
+def test_am_join_basic_matches_oracle(spark, how):
+    out, extra = run(spark, "am_join_basic", LEFT, RIGHT, how, params={"hot_threshold": 3})
+    assert_same_rows(out, oracle_join(LEFT, RIGHT, "key", how))
     assert extra["max_group_records"] == 21  # key 1's whole group in the Basic initial index
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
+def test_empty_inputs(spark, how):
+    """An empty side has no hot keys: each of Eqn. 4's parts is empty or passes through."""
+    for left, right in ((LEFT.iloc[:0], RIGHT), (LEFT, RIGHT.iloc[:0]), (LEFT.iloc[:0], RIGHT.iloc[:0])):
+        out, _ = run(spark, "am_join", left, right, how, params={"hot_threshold": 3})
+        assert_same_rows(out, oracle_join(left, right, "key", how))
 
 
 def test_space_saving_hot_keys_keep_eqn4_exact(spark):
@@ -131,8 +141,7 @@ def test_self_join_reduces_to_tree_join(spark):
     assert extra["hot_keys_both"] == 1
 
 
-rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 4)), st.integers(0, 3)),
-                max_size=25)
+rows = keyed_rows()
 
 
 @settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -140,8 +149,7 @@ rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 4)), st.integers(0
        name=st.sampled_from(["am_join", "am_join_basic"]),
        rule=st.sampled_from(["cost", "always", "never"]))
 def test_random_inputs_match_oracle(spark, left, right, how, name, rule):
-    lf = pd.DataFrame(left, columns=["key", "a"]).astype({"key": "Int64", "a": "int64"})
-    rf = pd.DataFrame(right, columns=["key", "b"]).astype({"key": "Int64", "b": "int64"})
+    lf, rf = frames(left, right)
     out, _ = run(spark, name, lf, rf, how, params={"hot_threshold": 3, "broadcast_rule": rule})
     assert_same_rows(out, oracle_join(lf, rf, "key", how))
 

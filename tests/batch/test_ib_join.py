@@ -14,6 +14,7 @@ from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
 from tests.examples import examples
 from tests.frames import to_spark
+from tests.strategies import frames, keyed_rows
 
 # large relation: keys 1..6 (key 1 hot) and nulls; small relation: keys 1, 2 joinable,
 # 8, 9 unjoinable, a null key, duplicate rows
@@ -86,14 +87,12 @@ def test_broadcast_index_must_fit(spark):
     assert extra["broadcast_bytes"] == 6 * 10 + 4 * 8  # records x m_S + keys x m_b
 
 
-rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 5)), st.integers(0, 3)),
-                max_size=20)
+rows = keyed_rows(max_key=5, max_size=20)
 
 
 @settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(left=rows, right=rows, how=st.sampled_from(["inner", "left", "right", "full"]))
 def test_random_inputs_match_oracle(spark, left, right, how):
-    lf = pd.DataFrame(left, columns=["key", "a"]).astype({"key": "Int64", "a": "int64"})
-    rf = pd.DataFrame(right, columns=["key", "b"]).astype({"key": "Int64", "b": "int64"})
+    lf, rf = frames(left, right)
     out, _ = run(spark, lf, rf, how)
     assert_same_rows(out, oracle_join(lf, rf, "key", how))

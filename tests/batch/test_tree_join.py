@@ -26,6 +26,7 @@ from joins.oracle import assert_same_rows, oracle_join
 from joins.registry import get
 from tests.examples import examples
 from tests.frames import to_spark
+from tests.strategies import frames, keyed_rows
 
 # key 1 hot in both (12 x 9), key 2 hot only in the left, key 4 only in the right, 3 and 6 cold,
 # 5/7 on one side, null keys on both sides, duplicate rows
@@ -245,8 +246,7 @@ def test_recomputation_gives_identical_rows(spark):
                                   second.sort_values(key, ignore_index=True))
 
 
-rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 4)), st.integers(0, 3)),
-                max_size=25)
+rows = keyed_rows()
 
 
 @settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -257,7 +257,6 @@ rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(1, 4)), st.integers(0
 @example(left=[(1, 0), (1, 0), (1, 0)], right=[(1, 1), (1, 1), (1, 0)], how="left",
          name="tree_join", seed=1)
 def test_random_inputs_match_oracle(spark, left, right, how, name, seed):
-    lf = pd.DataFrame(left, columns=["key", "a"]).astype({"key": "Int64", "a": "int64"})
-    rf = pd.DataFrame(right, columns=["key", "b"]).astype({"key": "Int64", "b": "int64"})
+    lf, rf = frames(left, right)
     out, _ = run(spark, name, lf, rf, how, seed=seed)
     assert_same_rows(out, oracle_join(lf, rf, "key", how))

@@ -1,9 +1,13 @@
+import importlib.metadata
 import json
+import os
+import shutil
+import time
 
 import pytest
 
 import datagen.dpair
-from datagen import cache, materialize, read_manifest
+from datagen import cache, chunks, materialize, read_manifest
 from datagen.errors import GeneratorError
 
 from .helpers import part_bytes
@@ -31,6 +35,28 @@ def test_manifest_records_generator_params_seed_rows_versions(tmp_path):
     assert m["params"]["uniform_range"] == 2**31 - 1  # defaults are recorded too
     assert m["rows"] == {"R": 110, "S": 110}
     assert {"numpy", "pyarrow", "python", "datagen_format"} <= set(m["versions"])
+    assert m["versions"]["tpchgen-cli"] == cache.tool_versions()["tpchgen-cli"] != "absent"
+    assert m["versions"]["duckdb"] == importlib.metadata.version("duckdb")
+    assert m["versions"]["datagen_sources"] == cache.code_fingerprint()["datagen_sources"]
+
+
+def test_key_changes_with_generator_code_and_tool_versions(tmp_path, monkeypatch):
+    resolved = cache.resolve("dpair", KW)
+    base = cache.config_hash("dpair", resolved)
+    pkg = tmp_path / "datagen"
+    shutil.copytree(chunks.PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    assert chunks.package_bytes(pkg) == chunks.package_bytes()  # content only, not the path
+    (pkg / "dpair.py").write_text((pkg / "dpair.py").read_text() + "# changed\n")
+    edited = chunks.package_bytes(pkg)
+    monkeypatch.setattr(cache, "package_bytes", lambda: edited)
+    assert cache.config_hash("dpair", resolved) != base  # a code change is a new input
+    monkeypatch.undo()
+    assert cache.config_hash("dpair", resolved) == base
+    real = cache.tool_versions()
+    for tool in ("tpchgen-cli", "duckdb"):
+        monkeypatch.setattr(cache, "tool_versions", lambda tool=tool: {**real, tool: "0.0.1"})
+        assert cache.config_hash("dpair", resolved) != base
+        monkeypatch.undo()
 
 
 def test_failed_generation_leaves_nothing_reusable(tmp_path, monkeypatch):
@@ -72,6 +98,30 @@ def test_explicit_folder_reuse_and_conflict(tmp_path):
     cache.materialize_into(target, "dpair", other, progress=False, force=True)
     assert read_manifest(target)["params"]["alpha"] == 0.9
     assert [p.name for p in tmp_path.iterdir()] == ["mine"]  # no temp or old folders left
+
+
+def _aged(path, days: float) -> None:
+    stamp = time.time() - days * 86400
+    for p in [*path.rglob("*"), path]:
+        os.utime(p, (stamp, stamp))
+
+
+def test_materialize_sweeps_stale_interrupted_folders_of_its_root(tmp_path):
+    done = materialize("dpair", KW, root=tmp_path, progress=False)
+    for name in (".tmp-dpair-aaaa-1", ".tmp-busy-2", ".tmp-new-3", ".old-dpair-x-4"):
+        (tmp_path / name / "R.parquet").mkdir(parents=True)
+        (tmp_path / name / "R.parquet" / "part-00000.parquet").write_bytes(b"x")
+    for name in (".tmp-dpair-aaaa-1", ".tmp-busy-2", ".old-dpair-x-4"):
+        _aged(tmp_path / name, days=2)
+    _aged(done, days=30)  # finished inputs are kept however old
+    (tmp_path / ".tmp-busy-2" / "R.parquet" / "part-00001.parquet").write_bytes(b"y")  # live
+    elsewhere = tmp_path / "other_root"
+    (elsewhere / ".tmp-x-5").mkdir(parents=True)
+    _aged(elsewhere / ".tmp-x-5", days=2)
+    assert materialize("dpair", KW, root=tmp_path, progress=False) == done
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".tmp-busy-2", ".tmp-new-3", done.name,
+                                                          "other_root"]
+    assert (elsewhere / ".tmp-x-5").exists()  # only the root's own leftovers are swept
 
 
 def test_unknown_generator_names_valid_ones(tmp_path):

@@ -1,10 +1,13 @@
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
 
+import datagen.dpair
 from datagen import materialize, orders, read_manifest
+from datagen.cli import main
 from datagen.errors import GeneratorError
-from datagen.orders import Arrival
 
 from .helpers import read
 
@@ -62,20 +65,76 @@ def test_random_stream_is_seeded(tmp_path):
     assert not np.array_equal(a, c)
 
 
-def _sorted_by_key(n_r, n_s, rng, *, keys_r, keys_s):
-    """A test-only order that needs the keys: each relation in key order, R first."""
+BY_KEY = '''"""A test-only order that needs the keys: each relation in key order, R first."""
+import numpy as np
+
+from datagen.orders import Arrival
+
+NAME = "by_key"
+
+
+def by_key(n_r, n_s, rng, *, keys_r, keys_s, first: str = "R"):
+    if first != "R":
+        raise ValueError("only R first")
     return Arrival(np.r_[np.ones(n_r, bool), np.zeros(n_s, bool)],
-                   perm_r=np.argsort(keys_r, kind="stable"), perm_s=np.argsort(keys_s,
-                                                                             kind="stable"))
+                   perm_r=np.argsort(keys_r, kind="stable"),
+                   perm_s=np.argsort(keys_s, kind="stable"))
 
 
-def test_a_new_order_is_one_function_plus_one_registry_line(tmp_path, monkeypatch):
-    monkeypatch.setitem(orders.ORDERS, "by_key", f"{__name__}:_sorted_by_key")
+ORDER = by_key
+'''
+
+
+@pytest.fixture
+def dropped_in_order(tmp_path, monkeypatch):
+    """``by_key.py`` written into a folder on the orders package's path, as a user would add it
+    to datagen/orders/ (nothing else is registered anywhere)."""
+    extra = tmp_path / "more_orders"
+    extra.mkdir()
+    (extra / "by_key.py").write_text(BY_KEY)
+    monkeypatch.setattr(orders, "__path__", [*orders.__path__, str(extra)])
+    yield
+    sys.modules.pop("datagen.orders.by_key", None)
+
+
+def test_a_new_order_is_one_module_dropped_into_the_package(tmp_path, capsys, dropped_in_order):
+    assert main(["list"]) == 0
+    assert "stream orders: by_key, fluct, random, rate" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="only R first"):  # checked up front, like any order
+        orders.resolve("by_key", {"first": "S"})
     f = _stream(tmp_path, source="dpair", source_params=SOURCE, order="by_key", chunk_rows=100)
+    assert read_manifest(f)["params"]["order_params"] == {"first": "R"}
     src = materialize("dpair", SOURCE, root=tmp_path / "src", progress=False)
     r, s = _check_stream(f, read(src, "R"), read(src, "S"))
     assert r.key.is_monotonic_increasing and s.key.is_monotonic_increasing
     assert r.seq.tolist() == list(range(450))
+
+
+def test_an_order_module_without_its_names_is_an_error(tmp_path, monkeypatch):
+    (tmp_path / "helper.py").write_text("X = 1\n")
+    monkeypatch.setattr(orders, "__path__", [*orders.__path__, str(tmp_path)])
+    try:
+        with pytest.raises(GeneratorError, match="datagen.orders.helper must define NAME"):
+            orders.names()
+    finally:
+        sys.modules.pop("datagen.orders.helper", None)
+
+
+@pytest.mark.parametrize("bad,needle", [
+    (("order=fluct", "k=0.5"), "fluctuation factor k must be > 1, got 0.5"),
+    (("order=fluct", "first=X"), "first must be R or S, got 'X'"),
+    (("order=random", "p_r=2"), "p_r must be in [0, 1], got 2.0"),
+])
+def test_bad_order_parameters_fail_before_any_input_is_generated(tmp_path, capsys, monkeypatch,
+                                                                 bad, needle):
+    calls = []
+    monkeypatch.setattr(datagen.dpair, "generate", lambda *a: calls.append(a) or {})
+    assert main(["stream", "source=dpair", *bad, f"root={tmp_path}", "progress=false"]) == 2
+    assert capsys.readouterr().err == f"datagen: error: {needle}\n"
+    assert calls == [] and list(tmp_path.iterdir()) == []  # the source was never generated
+    with pytest.raises(GeneratorError, match="k must be > 1"):
+        materialize("stream", {"source": "dpair", "order": "fluct", "k": 0.5}, root=tmp_path)
+    assert calls == []
 
 
 def test_stream_input_errors(tmp_path):

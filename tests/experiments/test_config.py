@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from experiments.figure_keys import CHECK_KEYS, PLOT_KEYS, RUN_KEYS, FigureKeyError
 from experiments.figure_spec import x_values
 from experiments.figures import figure_ids, load_figure
 from experiments.kinds import KINDS
@@ -53,6 +54,45 @@ def test_spark_presets_compose(spark):
 def test_unknown_key_fails_at_once():
     with pytest.raises(Exception, match="titel"):
         compose(["figure.titel=x"])
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("+figure.plot.logyy=true", "plot (kind lines): unknown key 'logyy' (did you mean 'logy'?)"),
+        ("+figure.run.partitions_per_executr=3",
+         "run (kind batch_join): unknown key 'partitions_per_executr'"),
+        ("+figure.x.lable=alpha", "x: unknown key 'lable'"),
+        ("+figure.plot.extra_panels=[{y: shuffle_bytes, logx: true}]",
+         "plot (kind lines).extra_panels: unknown key 'logx'"),
+        ("+figure.targets.0.check.mni=1", "check (type status): unknown key 'mni'"),
+        ("+figure.series.hash_join.overrides={run.executorz: 4}",
+         "series hash_join overrides run.: unknown key 'executorz'"),
+    ],
+)
+def test_misspelt_key_in_a_block_fails_at_load_with_the_valid_keys(override, message):
+    with pytest.raises(FigureKeyError) as exc:
+        compose(["figure=amjoin/fig5", override])
+    assert message in str(exc.value) and "; valid: " in str(exc.value)
+
+
+def test_misspelt_key_lists_the_keys_the_code_reads():
+    with pytest.raises(FigureKeyError, match="valid: algorithm_params, executors, partitions, "
+                                             "partitions_per_executor, schedule$"):
+        compose(["figure=amjoin/fig5", "+figure.run.partitions_per_executr=3"])
+
+
+def test_every_kind_and_check_type_has_its_keys():
+    assert set(RUN_KEYS) == set(KINDS)
+    assert set(PLOT_KEYS) == set(PLOT_KINDS)
+    assert set(CHECK_KEYS) == {*CHECKS, "not_checkable"}
+
+
+def test_runner_rejects_a_misspelt_key_with_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["figure=amjoin/fig5", "+figure.plot.logyy=true"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.startswith("error: amjoin/fig5: plot (kind lines): unknown key")
 
 
 @pytest.mark.parametrize(

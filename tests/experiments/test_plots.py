@@ -50,3 +50,48 @@ def test_series_beyond_ten_get_their_own_colour_and_a_dashed_line():
     colors, styles = series_colors(names), series_linestyles(names)
     assert len({tuple(c) for c in colors.values()}) == 12
     assert [styles[n] for n in names] == ["-"] * 10 + ["--"] * 2
+
+
+def _results(values: dict[str, list[float]], metric: str = "modeled_time") -> pd.DataFrame:
+    rows = [{"series": name, "x": float(x), "metric": metric, "value": v, "status": "ok",
+             "point_id": f"{name}{x}"} for name, vs in values.items() for x, v in enumerate(vs)]
+    results = pd.DataFrame(rows)
+    for col in ("scale", "spark_version", "spark_master", "calibration_id", "git_commit"):
+        results[col] = "test"
+    return results
+
+
+def test_a_covered_series_is_drawn_wider_beneath_and_named_in_the_legend():
+    # fig5/fig7: Hash-Join's modeled times equal AQE-no-skew's and were hidden under its line
+    figure = {"id": "t", "title": "t", "x": {"label": "x"}, "plot": {"y": "modeled_time"},
+              "series": {"hash_join": {"label": "Hash-Join"}, "am_join": {"label": "AM-Join"},
+                         "aqe": {"label": "AQE"}}}
+    chart = load("lines")(figure, _results(
+        {"hash_join": [1.0, 2.0, 3.0], "am_join": [1.0, 2.5, 3.0], "aqe": [1.0, 2.0, 3.0]}))
+    assert [t.get_text() for t in chart.legends[0].get_texts()] == \
+        ["Hash-Join (= AQE)", "AM-Join", "AQE"]
+    hidden, other, top = chart.axes[0].get_lines()
+    assert hidden.get_linewidth() > top.get_linewidth() == other.get_linewidth()
+    assert hidden.get_markersize() > top.get_markersize()
+    assert len({line.get_marker() for line in (hidden, other, top)}) == 3
+
+
+def test_coincidence_is_named_per_panel():
+    figure = load_figure("amjoin/fig5", "tiny")  # three panels: modeled time, load, wall time
+    equal = _results({"hash_join": [1.0, 2.0], "spark3_join": [1.0, 2.0],
+                      "spark_aqe_no_skew": [1.0, 2.0]})
+    wall = _results({"hash_join": [5.0, 6.0], "spark3_join": [5.0, 7.0],
+                     "spark_aqe_no_skew": [5.0, 6.0]}, "local_wall_time")
+    chart = load("lines")(figure, pd.concat([equal, wall], ignore_index=True))
+    labels = [t.get_text() for t in chart.legends[0].get_texts()]
+    aqe = figure["series"]["spark_aqe_no_skew"]["label"]
+    assert labels == [f"Hash-Join (= {aqe} in panels 1, 3)", f"Spark3-Join (= {aqe} in panel 1)", aqe]
+
+
+def test_covering_series_needs_equal_values_at_every_x():
+    from figures.style import covering_series
+
+    s = {"a": pd.Series([1.0, 2.0], index=[0, 1]), "b": pd.Series([1.0, 2.0000001], index=[0, 1]),
+         "c": pd.Series([1.0, 2.1], index=[0, 1]), "d": pd.Series([1.0], index=[0]),
+         "e": pd.Series([], dtype=float)}
+    assert covering_series(s) == {"a": ["b"], "b": [], "c": [], "d": []}

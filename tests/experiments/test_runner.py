@@ -86,6 +86,66 @@ def test_unwritable_results_folder(monkeypatch, tmp_path):
         run_point(cfg)
 
 
+@pytest.fixture
+def cli(monkeypatch, tmp_path, capsys):
+    """Run the figure runner's command line; no point may start (bad input is found first)."""
+    from experiments import run as run_mod
+
+    def no_points():
+        raise AssertionError("a point started")
+
+    monkeypatch.setattr(run_mod, "_task", no_points)
+
+    def call(*args: str, root=tmp_path) -> str:
+        with pytest.raises(SystemExit) as exc:
+            run_mod.main(["figure=amjoin/fig5", "scale=tiny", f"results_root={root}", *args])
+        assert exc.value.code == 2
+        assert not list(tmp_path.rglob("*.parquet"))
+        err = capsys.readouterr().err
+        assert err.startswith("error:") and len(err.strip().splitlines()) == 1
+        return err
+
+    return call
+
+
+def test_cli_unknown_series(cli):
+    err = cli("point.series=hash_join,no_such_join")
+    assert "unknown series 'no_such_join'" in err and "valid: " in err and "spark3_join" in err
+
+
+def test_cli_unwritable_results_folder(cli, tmp_path):
+    blocker = tmp_path / "a_file"  # a file where a folder must go: unwritable even as root
+    blocker.write_text("")
+    err = cli(root=blocker)
+    assert "not writable" in err and str(blocker) in err and "results_root=" in err
+
+
+def test_cli_cluster_preset_without_master_url(cli, monkeypatch):
+    monkeypatch.delenv("SPARK_MASTER_URL", raising=False)
+    err = cli("spark=standalone")
+    assert "$SPARK_MASTER_URL" in err and "not set" in err and "local_cluster" in err
+
+
+@pytest.mark.parametrize(("override", "expected"), [
+    ("figure.series.hash_join.algorithm=no_such_algo", "unknown batch algorithm 'no_such_algo'"),
+    # a series named after no algorithm runs the algorithm of its name
+    ("+figure.series.nameless={label: x}", "unknown batch algorithm 'nameless'"),
+])
+def test_cli_unregistered_algorithm(cli, override, expected):
+    err = cli(override)
+    assert expected in err and "valid: " in err and "tree_join" in err
+
+
+def test_progress_total_counts_every_swept_dimension():
+    from experiments.run import sweep_overrides
+
+    base = ["figure=amjoin/fig5", "scale=tiny", "point.series=hash_join,spark3_join"]
+    assert sweep_overrides([*base, "point.x=0,0.5,1"])[1] == 6
+    assert sweep_overrides([*base, "point.x=0,0.5,1", "seed=0,1"])[1] == 12
+    added, total = sweep_overrides([*base, "seed=range(0,3)"])
+    assert added[0].startswith("point.x=") and total == 2 * 3 * len(added[0].split(","))
+
+
 def test_write_is_atomic(tmp_path, monkeypatch):
     point = Point("amjoin/fig5", "hash_join", 0.5, "0.5")
     folder = tmp_path / "amjoin" / "fig5"

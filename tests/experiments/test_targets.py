@@ -35,6 +35,15 @@ def _verdict(check: dict) -> str:
           "max": 1.0}, "met"),
         ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "max": 1.0},
          "not met"),
+        # a list of denominators: the smallest at each x; c (failed everywhere) is left out
+        ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": ["b", "c"],
+          "x_max": 0.5, "max": 1.0}, "met"),
+        ({"type": "ratio", "metric": "t", "numerator": "b", "denominator": ["a", "c"],
+          "max": 1.0}, "not met"),
+        ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": ["c"]},
+         "not checkable"),
+        ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": ["b", "zzz"]},
+         "not checkable"),
         ({"type": "ordering", "metric": "t", "at": 0.0, "order": ["a", "b"]}, "met"),
         ({"type": "ordering", "metric": "t", "at": 1.0, "order": ["a", "b"]}, "not met"),
         ({"type": "trend", "metric": "t", "series": "a", "direction": "increasing"}, "met"),
@@ -79,3 +88,16 @@ def test_bound_below_another_metric_of_each_point():
     assert evaluate([{"id": "T", "claim": "c", "check": check}], tight)[0].verdict == "not met"
     missing = {**check, "below": "nope"}
     assert evaluate([{"id": "T", "claim": "c", "check": missing}], rows)[0].verdict == "not checkable"
+
+
+def test_report_names_the_points_of_the_sweep_that_never_ran():
+    from experiments.report import missing_points
+
+    figure = {"series": {"a": {}, "b": {}, "c": {}},
+              "x": {"values": [0.0, 1.0], "values_by_scale": {"tiny": [0.0]}}}
+    results = R.assign(scale="small")
+    # b ran at 0.0 and 1.0 (and 0.5, beyond the grid); c only at 0.0 and 1.0 (failed)
+    assert missing_points({**figure, "series": {"a": {}, "b": {}}}, results, "small") == []
+    assert missing_points({**figure, "series": {**figure["series"], "d": {}}}, results,
+                          "small") == ["d__0.0", "d__1.0"]
+    assert missing_points(figure, results, "tiny") == ["a__0.0", "b__0.0", "c__0.0"]

@@ -111,6 +111,47 @@ def test_scale_out_and_scale_in_at_run_time_stay_exact():
     assert len(last) == 4 and last["r_stored"].sum() == 2 * 400
 
 
+def test_several_decisions_in_one_micro_batch_stay_exact():
+    """DYNAMIC's trigger fires several times inside one micro-batch: decisions that keep the
+    mapping let the scan go on, and the batch may end with one that migrates (it ends at a
+    later batch boundary; no decision starts while it runs)."""
+    rng = np.random.default_rng(3)
+    rf, sf = _frame(list(rng.integers(0, 30, 300)), "a"), _frame(list(rng.integers(0, 30, 300)), "b")
+    res = run_stream(None, rf, sf, operator="dynamic", joiners=4, batch_size=200, order="fluct",
+                     k=3.0, eps=0.5, warmup=10, collect_output=True, progress=False,
+                     backend="local")
+    assert_same_rows(res.output, oracle_join(rf, sf))
+    d = res.decisions.assign(batch=res.decisions["at"] // 200)
+    shared = d.groupby("batch").filter(lambda g: len(g) >= 2 and not g["migrated"].iloc[0]
+                                       and g["migrated"].iloc[-1])
+    assert shared["batch"].nunique() >= 1  # keep, ..., keep, migrate within one batch
+    for _, g in d.groupby("batch"):
+        assert g["migrated"].sum() <= 1 and not g["migrated"].iloc[:-1].any()
+    moved = d[d["migrated"]]
+    assert list(res.epochs["start_tuple"].iloc[1:]) == list(moved["at"])
+    changed = (d["from_n"] != d["to_n"]) | (d["from_m"] != d["to_m"])
+    assert (d["migrated"] == changed).all()
+
+
+def test_multi_step_jump_direct_or_one_doubling_per_epoch():
+    """R outnumbers S 16:1, so DYNAMIC's first decision jumps (4,4) -> (16,1), two doublings:
+    jump="direct" in one epoch, jump="steps" through (8,2), the second step starting at the
+    first tuple after the first migration ended; both exact."""
+    rng = np.random.default_rng(5)
+    rf, sf = _frame(list(rng.integers(0, 20, 400)), "a"), _frame(list(rng.integers(0, 20, 25)), "b")
+    maps = {}
+    for jump in ("direct", "steps"):
+        res = run_stream(None, rf, sf, operator="dynamic", joiners=16, batch_size=40, jump=jump,
+                         warmup=50, collect_output=True, progress=False, backend="local")
+        assert_same_rows(res.output, oracle_join(rf, sf))
+        ep = res.epochs
+        maps[jump] = list(zip(ep["n"], ep["m"], strict=True))
+        if jump == "steps":
+            assert ep["start_tuple"].iloc[2] == 40 * ep["migration_end_batch"].iloc[1]
+            assert res.decisions["at"].iloc[1] == ep["start_tuple"].iloc[2]
+    assert maps == {"direct": [(4, 4), (16, 1)], "steps": [(4, 4), (8, 2), (16, 1)]}
+
+
 def test_partition_group_relocation_moves_groups_and_stays_exact():
     rng = np.random.default_rng(8)
     hot = [1] * 300

@@ -131,3 +131,27 @@ def test_cli_on_local_cluster(tmp_path):
             "migrated", "r_seen", "s_seen", "n", "m"}
     assert need <= set(m.columns)
     assert m["migrated"].sum() > 0
+
+
+def test_scale_out_and_scale_in_at_run_time_on_spark(spark):
+    """J grows 4 -> 16 and shrinks back to 4 inside micro-batches on the Spark backend: the
+    stored tuples really move between partitions and every result comes out once."""
+    from joins.online.controller import Scripted
+    from joins.online.layouts import GridLayout
+
+    r, s = _inputs()
+
+    def elastic(joiners, **_):
+        return Scripted(GridLayout.initial(2, 2), [(150, lambda lay: lay.scale_out()),
+                                                   (350, lambda lay: lay.scale_in())])
+
+    res = run_stream(spark, r, s, operator=elastic, joiners=4, band=1.0, batch_size=120,
+                     collect_output=True, progress=False, partitions=2)
+    assert_same_rows(res.output, oracle_join(r, s, band=1.0))
+    assert list(res.epochs["joiners"]) == [4, 16, 4]
+    assert list(res.epochs["start_tuple"]) == [0, 150, 350]
+    assert res.summary["migrated_tuples"] > 0
+    m = res.metrics
+    assert m.loc[m["epoch"] == 1, "worker"].nunique() == 16
+    last = m[m["batch"] == m["batch"].max()]
+    assert len(last) == 4 and last["r_stored"].sum() == 2 * len(r)

@@ -1,0 +1,23 @@
+"""A real cluster's executors get the project's code as one zip; local masters import it from
+the checkout (no Spark started here)."""
+
+from __future__ import annotations
+
+import zipfile
+
+from experiments.spark_session import project_zip, ships_code
+
+
+def test_only_non_local_masters_get_the_code_shipped():
+    assert not ships_code("local[2]") and not ships_code("local-cluster[2,1,2048]")
+    assert ships_code("spark://host:7077") and ships_code("yarn")
+    assert ships_code("k8s://https://host:6443")
+
+
+def test_the_project_zip_holds_every_package_and_is_named_by_its_content():
+    path = project_zip()
+    names = set(zipfile.ZipFile(path).namelist())
+    for module in ("joins/online/worker.py", "joins/batch/am_join.py",
+                   "datagen/chunks.py", "experiments/paths.py"):
+        assert module in names
+    assert project_zip() == path  # same sources, same name: built once

@@ -1,0 +1,33 @@
+"""``make data`` (experiments.prepare) generates the inputs of online figures, not only batch
+ones: the online_join kind describes its inputs with the same ``inputs(pc)`` its run uses."""
+
+from __future__ import annotations
+
+import datagen
+import experiments.paths
+import experiments.spark_session
+from datagen import read_manifest
+from experiments import prepare
+
+
+def test_prepare_lists_each_distinct_input_of_an_online_figure_once(monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **kw: None)
+    monkeypatch.setattr(datagen, "materialize",
+                        lambda gen, params, **kw: calls.append((gen, params)) or "FOLDER")
+    assert prepare.main(["figure=squall/table2", "scale=tiny"]) == 0
+    # 6 series x 2 z values at tiny, but the algorithm does not change the input: 4 inputs
+    got = sorted((g, p["query"], float(p["z"]), p["sf"], p["seed"]) for g, p in calls)
+    assert got == [("squall_query", q, z, 0.002, 0) for q in ("eq5", "eq7") for z in (0.0, 1.0)]
+    assert capsys.readouterr().out.count("squall/table2: squall_query -> FOLDER") == 4
+
+
+def test_prepare_produces_an_online_figure_input(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(experiments.paths, "DATA_CACHE", tmp_path)
+    monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **kw: None)
+    assert prepare.main(["figure=squall/fig5k", "scale=tiny", "progress=false"]) == 0
+    (folder,) = tmp_path.glob("squall_query-*")
+    m = read_manifest(folder)
+    assert (m["params"]["query"], m["params"]["sf"]) == ("fluct", 0.001)
+    assert m["rows"]["R"] > 0 and m["rows"]["S"] > 0
+    assert f"squall/fig5k: squall_query -> {folder}" in capsys.readouterr().out
