@@ -38,7 +38,7 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
 
 _PANEL = _keys("y", "ylabel", "logy")
 PLOT_KEYS: dict[str, Spec] = {  # per plot kind
-    "lines": _keys("kind", "y", "ylabel", "logy", extra_panels=_PANEL),
+    "lines": _keys("kind", "y", "ylabel", "logy", "results_table", extra_panels=_PANEL),
     "bars": _keys("kind", "y", "ylabel", "logy", "paper_axis_label", extra_panels=_PANEL,
                   panels=_keys("title", "series")),
     "timeseries": _keys("kind", "y", "ylabel", "xlabel", "logy", "series", "hline", "panels",

@@ -46,6 +46,35 @@ def stale_points(figure: dict, results: pd.DataFrame) -> list[str]:
                   or r.config_hash != config_hash(figure, r.scale, int(r.seed), r.series))
 
 
+def results_table(figure: dict, results: pd.DataFrame) -> list[str]:
+    """The chart's y values as a table (series by x), failures named by their status: for a
+    figure whose result the paper states in words (``plot.results_table: true``)."""
+    y = figure["plot"]["y"]
+    rows = results[results.metric == y]
+    status = results.groupby(["series", "x"])["status"].first()
+    xs = sorted(status.index.get_level_values("x").unique())
+    head = [f"**{figure['plot'].get('ylabel', y)}**", "",
+            f"| series \\ {figure.get('x', {}).get('label', 'x')} | "
+            + " | ".join(f"{x:g}" for x in xs) + " |",
+            "|---|" + "---|" * len(xs)]
+    lines = []
+    for series, spec in figure["series"].items():
+        if series not in status.index.get_level_values("series"):
+            continue
+        cells = []
+        for x in xs:
+            st = status.get((series, x))
+            hit = rows[(rows.series == series) & (rows.x == x)]
+            if st is None:
+                cells.append("not run")
+            elif st == "ok" and len(hit):
+                cells.append(f"{hit.value.mean():.3g}")
+            else:
+                cells.append(str(st))
+        lines.append(f"| {(spec or {}).get('label', series)} | " + " | ".join(cells) + " |")
+    return [*head, *lines, ""]
+
+
 def missing_points(figure: dict, results: pd.DataFrame, scale: str) -> list[str]:
     """Points of the figure's sweep at ``scale`` (every series at every x value) that have no
     result at all: a figure drawn without them must say so."""
@@ -92,6 +121,8 @@ def figure_section(figure_id: str, scale: str, results_root: str) -> tuple[list[
     if missing:
         lines += [f"**{len(missing)} point(s) not run** at scale={scale} ({', '.join(missing)}); "
                   f"`make reproduce-{figure_id.replace('/', '-')}` runs them.", ""]
+    if figure["plot"].get("results_table"):
+        lines += results_table(figure, results)
     lines += _choices(figure)
     lines += ["**Paper vs reproduced (numbers)**", "", *_paper_table(figure, results), ""]
     lines += ["**Targets**", "", "| id | paper's claim | check | reproduced | verdict |",

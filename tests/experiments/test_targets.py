@@ -101,3 +101,15 @@ def test_report_names_the_points_of_the_sweep_that_never_ran():
     assert missing_points({**figure, "series": {**figure["series"], "d": {}}}, results,
                           "small") == ["d__0.0", "d__1.0"]
     assert missing_points(figure, results, "tiny") == ["a__0.0", "b__0.0", "c__0.0"]
+
+
+def test_report_gives_a_figures_result_as_a_table_of_series_by_x():
+    from experiments.report import results_table
+
+    figure = {"plot": {"y": "t", "ylabel": "modeled time (s)"},
+              "series": {"a": {"label": "A"}, "c": {"label": "C"}, "z": {}}}
+    lines = results_table(figure, R)
+    assert lines[0] == "**modeled time (s)**" and lines[2] == "| series \\ x | 0 | 0.5 | 1 |"
+    assert lines[4] == "| A | 1 | 2 | 3 |"
+    assert lines[5] == "| C | oom | not run | oom |"  # failures by status; z never ran
+    assert len(lines) == 7
