@@ -53,14 +53,15 @@ PLOT_KEYS: dict[str, Spec] = {  # per plot kind
 _WHERE = ("at", "x_min", "x_max")  # every check's x range; "statuses": checks of a metric
 CHECK_KEYS: dict[str, Spec] = {  # per check type
     "status": _keys("type", *_WHERE, "series", "expect"),
-    "ratio": _keys("type", *_WHERE, "statuses", "metric", "numerator", "denominator", "min",
-                   "max"),
+    "ratio": _keys("type", *_WHERE, "statuses", "metric", "numerator", "denominator", "reduce",
+                   "min", "max"),
     "ordering": _keys("type", *_WHERE, "statuses", "metric", "order"),
     "trend": _keys("type", *_WHERE, "statuses", "metric", "series", "numerator", "denominator",
                    "direction", "min_spearman"),
     "bound": _keys("type", *_WHERE, "statuses", "metric", "series", "below", "min", "max",
                    "max_over_min"),
     "crossover": _keys("type", *_WHERE, "statuses", "metric", "a", "b"),
+    "drop": _keys("type", "statuses", "metric", "series", "among", "from_x", "to_x"),
     "not_checkable": _keys("type", "reason"),
 }
 

@@ -81,16 +81,19 @@ def _check_ratio(results, spec):
         if not ran:
             raise _NoData("every denominator series failed")
         frame = pd.DataFrame({s: _metric(results, s, spec["metric"], spec) for s in ran})
-        den = frame.min(axis=1)
-        best = frame.idxmin(axis=1)
-        label = "min(" + ", ".join(names) + ")"
+        reduce = spec.get("reduce", "min")  # "max": against the slowest other (e.g. "slowest")
+        if reduce not in ("min", "max"):
+            raise ValueError(f"ratio reduce must be 'min' or 'max', got {reduce!r}")
+        den = frame.min(axis=1) if reduce == "min" else frame.max(axis=1)
+        best = frame.idxmin(axis=1) if reduce == "min" else frame.idxmax(axis=1)
+        label = f"{reduce}(" + ", ".join(names) + ")"
     ratio = (num / den).dropna()
     if ratio.empty:
         raise _NoData("no x value has both series")
     ok = bool(((ratio >= spec.get("min", float("-inf"))) & (ratio <= spec.get("max", float("inf")))).all())
     measured = f"{spec['numerator']}/{label} at " + _fmt(ratio)
     if not isinstance(names, str):
-        measured += " (smallest: " + ", ".join(f"{x:g}: {best[x]}" for x in ratio.index) + ")"
+        measured += f" ({'smallest' if reduce == 'min' else 'largest'}: " + ", ".join(f"{x:g}: {best[x]}" for x in ratio.index) + ")"
     return ok, measured
 
 
@@ -145,9 +148,25 @@ def _check_crossover(results, spec):
     return ok, f"{spec['a']}-{spec['b']} at " + _fmt(diff)
 
 
+def _check_drop(results, spec):
+    """``series`` has the largest absolute drop of the metric from x = ``from_x`` to ``to_x``
+    among ``among`` (e.g. the most time saved by more executors)."""
+    drops = {}
+    for s in [spec["series"], *spec["among"]]:
+        v = _metric(results, s, spec["metric"], {**spec, "x_min": spec["from_x"],
+                                                 "x_max": spec["to_x"]})
+        if spec["from_x"] not in v.index or spec["to_x"] not in v.index:
+            raise _NoData(f"{s} lacks x = {spec['from_x']} or {spec['to_x']}")
+        drops[s] = float(v[spec["from_x"]] - v[spec["to_x"]])
+    top = max(drops, key=drops.get)
+    return (top == spec["series"],
+            ", ".join(f"{s}: {d:.3g}" for s, d in sorted(drops.items(), key=lambda kv: -kv[1])))
+
+
 CHECKS = {
     "status": _check_status, "ratio": _check_ratio, "ordering": _check_ordering,
     "trend": _check_trend, "bound": _check_bound, "crossover": _check_crossover,
+    "drop": _check_drop,
 }
 
 

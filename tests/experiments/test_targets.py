@@ -44,6 +44,17 @@ def _verdict(check: dict) -> str:
          "not checkable"),
         ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": ["b", "zzz"]},
          "not checkable"),
+        ({"type": "ratio", "metric": "t", "numerator": "b", "denominator": ["a"],
+          "reduce": "max", "at": 0.0, "min": 1.0}, "met"),  # b is the slowest at 0
+        ({"type": "ratio", "metric": "t", "numerator": "b", "denominator": ["a"],
+          "reduce": "max", "min": 1.0}, "not met"),
+        # a: 1 -> 3 (drop -2), b: 2 -> 2 (0): b drops most
+        ({"type": "drop", "metric": "t", "series": "b", "among": ["a"], "from_x": 0.0,
+          "to_x": 1.0}, "met"),
+        ({"type": "drop", "metric": "t", "series": "a", "among": ["b"], "from_x": 0.0,
+          "to_x": 1.0}, "not met"),
+        ({"type": "drop", "metric": "t", "series": "a", "among": ["b"], "from_x": 0.0,
+          "to_x": 0.7}, "not checkable"),
         ({"type": "ordering", "metric": "t", "at": 0.0, "order": ["a", "b"]}, "met"),
         ({"type": "ordering", "metric": "t", "at": 1.0, "order": ["a", "b"]}, "not met"),
         ({"type": "trend", "metric": "t", "series": "a", "direction": "increasing"}, "met"),
