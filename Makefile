@@ -57,7 +57,7 @@ readme: $(STAMP)
 	$(PY) -m experiments.status
 
 calibrate: $(STAMP)
-	$(PY) -m experiments.calibrate $(ARGS)
+	$(PY) -m experiments.calibrate spark=$(SPARK) $(ARGS)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks $(ARGS)

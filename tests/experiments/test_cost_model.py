@@ -119,6 +119,23 @@ def test_calibrate_rejects_unknown_parts(capsys):
     assert "parts must be all, batch, online or spill" in capsys.readouterr().err
 
 
+def test_calibrate_runs_on_a_named_spark_preset_and_rejects_unknown_ones(capsys):
+    from experiments.calibrate import main, spark_preset
+
+    assert spark_preset("local_cluster")["master"].startswith("local-cluster")
+    assert main(["spark=yarnn"]) == 2  # before any Spark session starts
+    err = capsys.readouterr().err
+    assert "unknown Spark preset 'yarnn'" in err and "local_cluster" in err
+
+
+def test_calibrate_on_a_cluster_preset_needs_its_master_url(capsys, monkeypatch):
+    from experiments.calibrate import main
+
+    monkeypatch.delenv("SPARK_MASTER_URL", raising=False)
+    assert main(["spark=standalone"]) == 2
+    assert "SPARK_MASTER_URL" in capsys.readouterr().err
+
+
 def test_r_squared():
     from experiments.cost_model import r_squared
 
