@@ -62,6 +62,7 @@ CHECK_KEYS: dict[str, Spec] = {  # per check type
                    "max_over_min"),
     "crossover": _keys("type", *_WHERE, "statuses", "metric", "a", "b"),
     "drop": _keys("type", "statuses", "metric", "series", "among", "from_x", "to_x"),
+    "ratio_order": _keys("type", *_WHERE, "statuses", "metric", "ratios"),
     "not_checkable": _keys("type", "reason"),
 }
 

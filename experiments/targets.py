@@ -148,6 +148,20 @@ def _check_crossover(results, spec):
     return ok, f"{spec['a']}-{spec['b']} at " + _fmt(diff)
 
 
+def _check_ratio_order(results, spec):
+    """Ratios of series pairs (``ratios: [[num, den], ...]``, e.g. speedups at two executor
+    counts) in decreasing order at every x in range."""
+    values = {f"{n}/{d}": (_metric(results, n, spec["metric"], spec)
+                           / _metric(results, d, spec["metric"], spec))
+              for n, d in spec["ratios"]}
+    frame = pd.DataFrame(values).dropna()
+    if frame.empty:
+        raise _NoData("no x value has every ratio")
+    names = list(values)
+    ok = bool(all((frame[a] > frame[b]).all() for a, b in zip(names, names[1:], strict=False)))
+    return ok, "; ".join(f"{n}: {_fmt(frame[n])}" for n in names)
+
+
 def _check_drop(results, spec):
     """``series`` has the largest absolute drop of the metric from x = ``from_x`` to ``to_x``
     among ``among`` (e.g. the most time saved by more executors)."""
@@ -166,7 +180,7 @@ def _check_drop(results, spec):
 CHECKS = {
     "status": _check_status, "ratio": _check_ratio, "ordering": _check_ordering,
     "trend": _check_trend, "bound": _check_bound, "crossover": _check_crossover,
-    "drop": _check_drop,
+    "drop": _check_drop, "ratio_order": _check_ratio_order,
 }
 
 

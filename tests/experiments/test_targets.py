@@ -55,6 +55,11 @@ def _verdict(check: dict) -> str:
           "to_x": 1.0}, "not met"),
         ({"type": "drop", "metric": "t", "series": "a", "among": ["b"], "from_x": 0.0,
           "to_x": 0.7}, "not checkable"),
+        # b/a = 2, 1.25, 0.67 and a/b = 0.5, 0.8, 1.5: b/a above a/b only up to x = 0.5
+        ({"type": "ratio_order", "metric": "t", "ratios": [["b", "a"], ["a", "b"]],
+          "x_max": 0.5}, "met"),
+        ({"type": "ratio_order", "metric": "t", "ratios": [["b", "a"], ["a", "b"]]},
+         "not met"),
         ({"type": "ordering", "metric": "t", "at": 0.0, "order": ["a", "b"]}, "met"),
         ({"type": "ordering", "metric": "t", "at": 1.0, "order": ["a", "b"]}, "not met"),
         ({"type": "trend", "metric": "t", "series": "a", "direction": "increasing"}, "met"),
