@@ -33,7 +33,12 @@ from experiments.cost_model import (
     r_squared,
 )
 from experiments.spark_metrics import TaskMetricsCapture
-from experiments.spark_session import SparkConfigError, get_spark, resolve_master
+from experiments.spark_session import (
+    SparkConfigError,
+    get_spark,
+    resolve_master,
+    spark_preset,
+)
 from joins.api import consume_output
 
 
@@ -84,19 +89,6 @@ def measure_online(spark) -> dict:
     return dict(calibrate(spark))
 
 
-def spark_preset(name: str) -> dict:
-    """A ``conf/spark/<name>.yaml`` preset, so calibration measures the Spark a sweep will use
-    (``make calibrate SPARK=local_cluster``)."""
-    from omegaconf import OmegaConf
-
-    from experiments.paths import CONF
-
-    valid = sorted(p.stem for p in (CONF / "spark").glob("*.yaml"))
-    if name not in valid:
-        raise ValueError(f"unknown Spark preset {name!r}; valid: {', '.join(valid)}")
-    return OmegaConf.to_container(OmegaConf.load(CONF / "spark" / f"{name}.yaml"))
-
-
 def main(argv: list[str]) -> int:
     opts = dict(a.split("=", 1) for a in argv if "=" in a)
     out = Path(opts.get("out", CALIBRATION_DIR / "local.json"))
@@ -106,13 +98,12 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         preset = spark_preset(opts.get("spark", "local"))
-        resolve_master(preset["master"], preset.get("master_env"))  # before any work starts
-    except (ValueError, SparkConfigError) as exc:
+        resolve_master(preset["master"], preset["master_env"])  # before any work starts
+    except SparkConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     # the spill store is timed without Spark
-    spark = None if parts == "spill" else get_spark(
-        preset["master"], preset.get("master_env"), preset.get("conf") or {}, "6g")
+    spark = None if parts == "spill" else get_spark(**{**preset, "driver_memory": "6g"})
     master = spark.sparkContext.master if spark is not None else "no Spark"
     t0 = time.perf_counter()
     current = load_calibration()

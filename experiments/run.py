@@ -43,7 +43,7 @@ from experiments.results import (
     results_dir,
     write_point,
 )
-from experiments.spark_session import SparkConfigError, resolve_master
+from experiments.spark_session import SparkConfigError, resolve_master, spark_presets
 from joins import registry
 
 _TOTAL_ENV = "SKEWJOINS_SWEEP_TOTAL"
@@ -247,15 +247,6 @@ def require_algorithm(figure: dict, series: str) -> None:
         registry.get(series_algorithm(figure, series), registry_kind)
     except registry.UnknownAlgorithm as exc:
         raise UsageError(f"series {series!r} of {figure['id']}: {exc}") from None
-
-
-def spark_presets(local_only: bool = False) -> list[str]:
-    """The Spark presets (conf/spark/); ``local_only``: those that need no master URL."""
-    from omegaconf import OmegaConf
-
-    files = sorted((CONF / "spark").glob("*.yaml"))
-    return [f.stem for f in files
-            if not (local_only and OmegaConf.load(f).get("master_env"))]
 
 
 def _quote(v: Any) -> str:

@@ -43,6 +43,28 @@ class SparkConfigError(ValueError):
     pass
 
 
+def spark_presets(local_only: bool = False) -> list[str]:
+    """The Spark presets (conf/spark/); ``local_only``: those that need no master URL."""
+    from omegaconf import OmegaConf
+
+    files = sorted((CONF / "spark").glob("*.yaml"))
+    return [f.stem for f in files
+            if not (local_only and OmegaConf.load(f).get("master_env"))]
+
+
+def spark_preset(name: str) -> dict[str, Any]:
+    """A ``conf/spark/<name>.yaml`` preset as :func:`get_spark`'s keywords, for the entry points
+    that are not Hydra runs (the join CLIs, calibration)."""
+    from omegaconf import OmegaConf
+
+    if name not in spark_presets():
+        raise SparkConfigError(f"unknown Spark preset {name!r}; valid: "
+                               f"{', '.join(spark_presets())}")
+    cfg = OmegaConf.load(CONF / "spark" / f"{name}.yaml")
+    return {"master": cfg.master, "master_env": cfg.get("master_env"),
+            "conf": dict(cfg.get("conf") or {}), "driver_memory": cfg.driver_memory}
+
+
 def resolve_master(master: str, master_env: str | None) -> str:
     if master_env:
         url = os.environ.get(master_env)

@@ -89,16 +89,14 @@ def check_output(out: Path) -> None:
         raise CliError(f"cannot write {out}: folder {folder} is not writable")
 
 
-def _spark_preset(name: str) -> dict[str, Any]:
-    from experiments.run import compose
+def spark_preset_or_usage_error(name: str) -> dict[str, Any]:
+    """A Spark preset's session keywords; an unknown one is a usage error."""
+    from experiments.spark_session import SparkConfigError, spark_preset
 
     try:
-        cfg = compose([f"spark={name}"]).spark
-    except Exception:
-        valid = sorted(p.stem for p in (Path(__file__).parent.parent / "conf" / "spark").glob("*.yaml"))
-        raise CliError(f"unknown spark preset {name!r}; valid: {', '.join(valid)}") from None
-    return {"master": cfg.master, "master_env": cfg.master_env, "conf": dict(cfg.conf),
-            "driver_memory": cfg.driver_memory}
+        return spark_preset(name)
+    except SparkConfigError as exc:
+        raise CliError(str(exc)) from None
 
 
 def cmd_list() -> int:
@@ -137,7 +135,7 @@ def cmd_run(opts: dict[str, str]) -> int:
     seed = number_option(opts, "seed", int, 0, minimum=0)
     budget = number_option(opts, "memory_budget_bytes", float, None, minimum=1)
     record_bytes = number_option(opts, "record_bytes", int, None, minimum=1)
-    preset = _spark_preset(opts.get("spark", "local"))
+    preset = spark_preset_or_usage_error(opts.get("spark", "local"))
     params = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
 
     from experiments.cost_model import load_calibration, modeled_makespan

@@ -17,13 +17,12 @@ import inspect
 import sys
 from pathlib import Path
 
-from joins.cli import CliError, check_key, parquet_schema
+from joins.cli import CliError, check_key, parquet_schema, spark_preset_or_usage_error
 
 USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
            "metrics", "batch_size", "budget", "spill", "seed", "partitions", "spark",
            "progress", "checkpoint_every", "migration_rate"}
-_SPARK = {"local": "local[2]", "local_cluster": "local-cluster[2,1,1024]"}
 
 
 class UsageError(CliError):
@@ -142,9 +141,7 @@ def validate(args: dict) -> dict:
     spill = args.get("spill", "charge")
     if spill not in ("charge", "disk", "evict"):
         raise UsageError(f"spill must be charge, disk or evict, got {spill!r}")
-    spark = args.get("spark", "local")
-    if spark not in _SPARK:
-        raise UsageError(f"spark must be one of {', '.join(_SPARK)}, got {spark!r}")
+    spark_preset_or_usage_error(args.get("spark", "local"))  # fails before Spark starts
     opts = dict(operator=op, joiners=joiners, on=on, band=band, order=order,
                 controller=controller, spill=spill, seed=_typed(args, "seed", int, 0),
                 batch_size=_typed(args, "batch_size", int, 50_000),
@@ -201,7 +198,7 @@ def main(argv: list[str]) -> int:
     from experiments.spark_session import get_spark
     from joins.online import run_stream
 
-    spark = get_spark(_SPARK[args.get("spark", "local")])
+    spark = get_spark(**spark_preset_or_usage_error(args.get("spark", "local")))
     res = run_stream(spark, args["r"], args["s"], output=args.get("out"), cost=cost, **opts)
     _print_batches(res.metrics)
     print(f"calibration: {calibration}")

@@ -120,7 +120,8 @@ def test_calibrate_rejects_unknown_parts(capsys):
 
 
 def test_calibrate_runs_on_a_named_spark_preset_and_rejects_unknown_ones(capsys):
-    from experiments.calibrate import main, spark_preset
+    from experiments.calibrate import main
+    from experiments.spark_session import spark_preset
 
     assert spark_preset("local_cluster")["master"].startswith("local-cluster")
     assert main(["spark=yarnn"]) == 2  # before any Spark session starts
