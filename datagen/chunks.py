@@ -162,31 +162,36 @@ def package_zip(*pkgs: Path, name: str = "datagen") -> Path:
 
 
 def run_jobs(jobs: Sequence[ChunkJob], spark=None, progress: bool = True,
-             desc: str = "rows") -> list[int]:
-    """Run every chunk job; returns rows written per job, in job order.
+             desc: str = "rows", threads: int = 1, unit: str = "rows") -> list[Any]:
+    """Run every chunk job; returns what each job returned (rows written), in job order.
 
     With ``spark`` each job is one Spark task (jobs are submitted in waves of a few times the
     default parallelism so the progress bar moves). The output folder must be visible to the
-    executors under the same path (local, local-cluster, or a shared file system).
+    executors under the same path (local, local-cluster, or a shared file system). Without it
+    the jobs run in this process, on ``threads`` threads (for jobs whose heavy steps, numpy and
+    pyarrow, release the GIL).
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     from tqdm import tqdm
 
     total = sum(j.rows for j in jobs)
-    bar = tqdm(total=total, unit="rows", desc=desc, disable=not progress, leave=False)
-    written: list[int] = []
+    bar = tqdm(total=total, unit=unit, desc=desc, disable=not progress, leave=False)
+    done: list[Any] = []
     try:
         if spark is None:
-            for job in jobs:
-                written.append(run_job(job))
-                bar.update(job.rows)
+            with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+                for job, result in zip(jobs, pool.map(run_job, jobs), strict=True):
+                    done.append(result)
+                    bar.update(job.rows)
         else:
             sc = spark.sparkContext
             sc.addPyFile(str(package_zip()))  # executors may not have the repo on sys.path
             wave = max(1, 4 * sc.defaultParallelism)
             for lo in range(0, len(jobs), wave):
                 batch = list(jobs[lo:lo + wave])
-                written.extend(sc.parallelize(batch, len(batch)).map(run_job).collect())
+                done.extend(sc.parallelize(batch, len(batch)).map(run_job).collect())
                 bar.update(sum(j.rows for j in batch))
     finally:
         bar.close()
-    return written
+    return done

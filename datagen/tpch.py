@@ -16,7 +16,8 @@ the Squall paper):
   gunaprsd/SkewedDataGenerator). Here rank i maps to ``domain[perm[i-1]]`` with ``perm`` a
   permutation of the domain seeded by (seed, column): the seed decides which value is hottest,
   and distinct ranks are distinct values. Rows get i.i.d. Zipf ranks (``datagen.zipf.zipf_pmf``,
-  drawn as multinomial counts then shuffled: the same law, cheaper); C&N emit the deterministic
+  drawn as multinomial counts whose rows a seeded bijection of row positions scatters, so
+  each part's rows are drawn by its own task: :func:`zipf_plan`); C&N emit the deterministic
   count n/H * i^-z per rank instead, the difference is sampling noise.
 - Domains keep referential integrity: a foreign key draws from the primary keys of the table it
   references (``l_orderkey`` from ``o_orderkey``, ``l_partkey`` from ``p_partkey``, ``l_suppkey``
@@ -42,7 +43,9 @@ the Squall paper):
 Which columns the papers need skewed: Squall (Table 2, Fig 5a-f) skews E_Q5/E_Q7 at Z0..Z4,
 which join on ``l_suppkey``; Fluct-join joins on ``l_orderkey``; B_NCI/B_CI run on Z0. Bistream
 uses plain dbgen (no skew). Output: ``out/<table>.parquet/part-NNNNN.parquet``, one part per
-tpchgen part (``parts``); with the same parameters the bytes are identical.
+tpchgen part (``parts``); with the same parameters the bytes are identical, on Spark or not.
+The drawn values do not depend on ``parts`` either (a row's draw depends on its position in
+the table only); the files do (tpchgen's row groups).
 """
 
 from __future__ import annotations
@@ -53,9 +56,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from math import ceil
 from pathlib import Path
 
@@ -64,10 +65,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from datagen.chunks import named_rng, part_path
+from datagen.bijection import permute, uniform
+from datagen.chunks import ChunkJob, named_rng, part_path, run_jobs
 from datagen.errors import GeneratorError
 from datagen.params import check, validate
-from datagen.zipf import sample_zipf, zipf_pmf
+from datagen.zipf import zipf_pmf
 
 NAME = "tpch"
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
@@ -163,23 +165,29 @@ def tpchgen_binary() -> str:
     return found
 
 
-def start_tpchgen(sf: float, tables: list[str], out: Path, parts: int) -> subprocess.Popen:
-    """Start writing plain TPC-H Parquet (tpchgen's defaults: SNAPPY, ~7 MiB row groups)."""
+def run_tpchgen(sf: float, tables: list[str], out: Path, parts: int,
+                part: int | None = None) -> None:
+    """Write plain TPC-H Parquet (tpchgen's defaults: SNAPPY, ~7 MiB row groups).
+
+    ``part`` (1-based) writes only that part of each table; its file is byte-identical to the
+    same part of a run that writes all of them, which is what lets executors split the work.
+    """
     cmd = [tpchgen_binary(), "parquet", "-s", repr(float(sf)), "--parts", str(parts),
            "-T", ",".join(tables), "-o", str(out), "--overwrite", "--no-progress", "-q"]
+    if part is not None:
+        cmd += ["--part", str(part)]
     # stderr kept for the error message (tpchgen draws no progress bar when it is a pipe)
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def wait_tpchgen(proc: subprocess.Popen, sf: float) -> None:
-    _, err = proc.communicate()
-    if proc.returncode != 0:
-        msg = (err.strip().splitlines() or ["(no message)"])[-1]
+    run = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if run.returncode != 0:
+        msg = (run.stderr.strip().splitlines() or ["(no message)"])[-1]
         raise GeneratorError(f"tpchgen-cli failed at sf={sf}: {msg}")
 
 
-def run_tpchgen(sf: float, tables: list[str], out: Path, parts: int) -> None:
-    wait_tpchgen(start_tpchgen(sf, tables, out, parts), sf)
+def stage_part(job: ChunkJob) -> int:
+    """Task: tpchgen-cli's part ``job.index + 1`` of the tables in ``job.args['tables']``."""
+    a = job.args
+    run_tpchgen(a["sf"], a["tables"], Path(job.out), a["parts"], part=job.index + 1)
+    return job.index
 
 
 def staged_parts(stage: Path, table: str) -> list[Path]:
@@ -193,54 +201,67 @@ def staged_parts(stage: Path, table: str) -> list[Path]:
     return files
 
 
-def read_column(files: list[Path], column: str) -> pa.ChunkedArray:
-    return pa.concat_tables([pq.read_table(f, columns=[column]) for f in files]).column(column)
-
-
 # ----------------------------------------------------------------------------- skew drawing
 
 
-def column_domain(stage: Path, column: str) -> pa.Array:
-    """Sorted distinct values the skewed column may take (see :data:`SKEWABLE`)."""
+def part_distinct(job: ChunkJob) -> pa.Array:
+    """Task: the distinct values of one column in one part file (a piece of a domain)."""
+    values = pq.read_table(job.args["file"], columns=[job.args["column"]]).column(0)
+    if pa.types.is_string_view(values.type):  # tpchgen's strings; Arrow cannot sort views
+        values = values.cast(pa.string())
+    return pc.unique(values)
+
+
+def column_domain(column: str, pieces: list[pa.Array]) -> pa.Array:
+    """Sorted distinct values the skewed column may take (see :data:`SKEWABLE`), from the
+    distinct values of each part of its domain table."""
     spec = SKEWABLE[column]
-    values = read_column(staged_parts(stage, spec.domain_table), spec.domain_column)
+    values = pa.chunked_array(pieces).combine_chunks()
     if pa.types.is_integer(values.type):
         keys = values.to_numpy()
         if spec.skip_multiples_of:
             keys = keys[keys % spec.skip_multiples_of != 0]
         if len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])):
             return pa.array(keys)  # primary keys come sorted and unique: skip the sort
-    if pa.types.is_string_view(values.type):  # tpchgen's strings; Arrow cannot sort views
-        values = values.cast(pa.string())
+        return pa.array(np.unique(keys))
     values = pc.unique(values)
     return values.take(pc.sort_indices(values))
 
 
-def zipf_indices(p: Params, column: str, n_domain: int, n_rows: int,
-                 numbered: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
-    """Row -> domain index (and, if ``numbered``, its occurrence number 1..count among rows).
+def zipf_plan(p: Params, column: str, n_domain: int,
+              n_rows: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """One column's seeded draw: ``perm`` (rank k's value is domain index ``perm[k-1]``),
+    ``ends`` (cumulative row counts of the ranks) and the key that places those rows.
 
-    Rank k ~ Zipf(z) maps to ``perm[k-1]``, a seeded permutation of the domain, so the seed
-    decides which value is hottest. The rows are drawn as their exact joint law: rank counts
-    ~ Multinomial(n_rows, zipf_pmf) in rank order, then one uniform shuffle of the rows. That is
-    the same distribution as ``n_rows`` i.i.d. ``sample_zipf`` draws, about 3x cheaper at
-    SF >= 1 (no binary search per row), and it numbers each value's rows as a by-product (the
-    new ``l_linenumber``) without a sort.
+    The rows are drawn as their exact joint law: rank counts ~ Multinomial(n_rows, zipf_pmf),
+    laid out in rank order, then moved by one seeded pseudo-random bijection of the row
+    positions (:func:`datagen.bijection.permute`). That is the law of ``n_rows`` i.i.d. Zipf
+    draws up to the bijection's pseudo-randomness, and any slice of rows can be drawn alone.
     """
     rng = named_rng(p.seed, NAME, column)
     perm = rng.permutation(n_domain)  # perm[0] is the hottest value's index
     pmf = zipf_pmf(p.z, n_domain)
-    counts = rng.multinomial(n_rows, pmf / pmf.sum())
-    if not numbered:
-        rows = np.repeat(perm.astype(np.int32 if n_domain < 2**31 else np.int64), counts)
-        rng.shuffle(rows)
-        return rows, None
-    # index and occurrence packed in one int64 so that a single in-place shuffle moves both
-    rows = np.repeat(perm.astype(np.int64), counts) << 32
-    rows |= np.arange(1, n_rows + 1, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts,
-                                                                  counts)
-    rng.shuffle(rows)
-    return rows >> 32, rows & 0xFFFFFFFF
+    ends = np.cumsum(rng.multinomial(n_rows, pmf / pmf.sum()))
+    return perm, ends, int(rng.integers(0, 2**63))
+
+
+def zipf_rows(ends: np.ndarray, key: int, start: int,
+              stop: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rank index (0 = hottest) of rows [start, stop), and each row's occurrence number
+    1..count among the rows of its rank (the new ``l_linenumber``, for free)."""
+    n_rows = int(ends[-1]) if len(ends) else 0
+    pos = permute(np.arange(start, stop, dtype=np.int64), n_rows, key)
+    rank = np.searchsorted(ends, pos, side="right")
+    first = np.where(rank > 0, ends[np.maximum(rank - 1, 0)], 0)
+    return rank, pos - first + 1
+
+
+def zipf_indices(p: Params, column: str, n_domain: int, n_rows: int,
+                 numbered: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """Row -> domain index (and, if ``numbered``, its occurrence number) of a whole column."""
+    perm, ends, key = zipf_plan(p, column, n_domain, n_rows)
+    rank, occurrence = zipf_rows(ends, key, 0, n_rows)
+    return perm[rank], occurrence if numbered else None
 
 
 def partsupp_suppkey(partkey: np.ndarray, j: np.ndarray, n_supp: int) -> np.ndarray:
@@ -251,31 +272,45 @@ def partsupp_suppkey(partkey: np.ndarray, j: np.ndarray, n_supp: int) -> np.ndar
     return (partkey + j * (n_supp // SUPP_PER_PART + (partkey - 1) // n_supp)) % n_supp + 1
 
 
-def draw_columns(p: Params, stage: Path, table: str, columns: list[str],
-                 n_rows: int) -> dict[str, pa.Array]:
-    """The new values of every skewed column of ``table`` (whole table, in row order)."""
-    derived = p.suppkey_from_partkey and "l_partkey" in columns  # l_suppkey from l_partkey
+def partsupp_choice(p: Params, start: int, stop: int) -> np.ndarray:
+    """Which of its part's four suppliers (0..3) rows [start, stop) of LINEITEM take: Zipf(z)
+    over a seeded order of the four if ``l_suppkey`` is skewed, uniform otherwise."""
+    rows = np.arange(start, stop, dtype=np.int64)
+    if "l_suppkey" in p.columns:
+        rng = named_rng(p.seed, NAME, "l_suppkey#partsupp")
+        perm = rng.permutation(SUPP_PER_PART)
+        cdf = np.cumsum(zipf_pmf(p.z, SUPP_PER_PART))
+        u = uniform(rows, int(rng.integers(0, 2**63)))
+        return perm[np.minimum(np.searchsorted(cdf, u, side="right"), SUPP_PER_PART - 1)]
+    key = int(named_rng(p.seed, NAME, "l_suppkey#uniform").integers(0, 2**63))
+    return np.minimum((uniform(rows, key) * SUPP_PER_PART).astype(np.int64), SUPP_PER_PART - 1)
 
-    def draw(c: str) -> dict[str, pa.Array]:
-        domain = column_domain(stage, c)
-        idx, occurrence = zipf_indices(p, c, len(domain), n_rows, numbered=c == "l_orderkey")
-        if c == "l_orderkey":  # keep (l_orderkey, l_linenumber) a key: 1..count per order
-            return {c: domain.take(pa.array(idx)), "l_linenumber": pa.array(occurrence)}
-        return {c: domain.take(pa.array(idx))}
 
-    # columns are independent streams; the heavy steps (shuffle, take) release the GIL
-    direct = [c for c in columns if not (derived and c == "l_suppkey")]
-    with ThreadPoolExecutor(max_workers=min(len(direct), os.cpu_count() or 1) or 1) as pool:
-        new = {k: v for part in pool.map(draw, direct) for k, v in part.items()}
-    if derived:
-        n_supp = len(column_domain(stage, "l_suppkey"))
-        if "l_suppkey" in p.columns:
-            rng = named_rng(p.seed, NAME, "l_suppkey#partsupp")
-            perm = rng.permutation(SUPP_PER_PART)
-            j = perm[sample_zipf(rng, p.z, SUPP_PER_PART, n_rows) - 1]
-        else:
-            j = named_rng(p.seed, NAME, "l_suppkey#uniform").integers(0, SUPP_PER_PART, n_rows)
+def write_plan(p: Params, column: str, domain: pa.Array, n_rows: int, folder: Path) -> dict:
+    """Save what every task needs to draw its rows of ``column``: the domain in rank order
+    (Parquet, any value type) and the rank ends (``.npy``, memory-mapped by the tasks)."""
+    perm, ends, key = zipf_plan(p, column, len(domain), n_rows)
+    folder.mkdir(parents=True, exist_ok=True)
+    values, ends_file = folder / f"{column}.values.parquet", folder / f"{column}.ends.npy"
+    pq.write_table(pa.table({"value": domain.take(pa.array(perm))}), values)
+    np.save(ends_file, ends)
+    return {"column": column, "values": str(values), "ends": str(ends_file), "key": key}
+
+
+def draw_part(p: Params, plans: list[dict], start: int, stop: int,
+              n_supp: int) -> dict[str, pa.Array]:
+    """The new values of rows [start, stop) of one table's skewed columns."""
+    new: dict[str, pa.Array] = {}
+    for plan in plans:
+        ends = np.load(plan["ends"], mmap_mode="r")
+        rank, occurrence = zipf_rows(ends, plan["key"], start, stop)
+        values = pq.read_table(plan["values"]).column(0).combine_chunks()
+        new[plan["column"]] = values.take(pa.array(rank))
+        if plan["column"] == "l_orderkey":  # keep (l_orderkey, l_linenumber) a key
+            new["l_linenumber"] = pa.array(occurrence)
+    if n_supp:  # suppkey_from_partkey: l_suppkey is a PARTSUPP supplier of the new l_partkey
         partkey = new["l_partkey"].to_numpy(zero_copy_only=False)
+        j = partsupp_choice(p, start, stop)
         new["l_suppkey"] = pa.array(partsupp_suppkey(partkey, j, n_supp), pa.int64())
     return new
 
@@ -283,7 +318,7 @@ def draw_columns(p: Params, stage: Path, table: str, columns: list[str],
 # ---------------------------------------------------------------------------------- writing
 
 
-def rewrite_part(src: Path, dst: Path, new: dict[str, pa.Array], offset: int) -> int:
+def rewrite_part(src: Path, dst: Path, new: dict[str, pa.Array]) -> int:
     """Copy one tpchgen file row group by row group, replacing the skewed columns' values.
 
     Low-cardinality strings are read as dictionaries and written back as such (about 20% less
@@ -308,86 +343,87 @@ def rewrite_part(src: Path, dst: Path, new: dict[str, pa.Array], offset: int) ->
             for name, values in new.items():
                 i = schema.get_field_index(name)
                 tb = tb.set_column(i, schema.field(i),
-                                   values.slice(offset + rows, n).cast(schema.field(i).type))
+                                   values.slice(rows, n).cast(schema.field(i).type))
             w.write_table(tb, row_group_size=n)
             rows += n
     return rows
 
 
-def _place(table: str, files: list[Path], out: Path,
-           work: Callable[[int, Path, Path], int] | None) -> list[tuple[Callable, tuple]]:
-    """Jobs that put ``files`` at ``out/<table>.parquet/part-NNNNN.parquet``."""
-    jobs: list[tuple[Callable, tuple]] = []
-    table_dir = out / f"{table}.parquet"
-    table_dir.mkdir(parents=True, exist_ok=True)
-    for i, src in enumerate(files):
-        dst = part_path(table_dir, i)
-        if work is None:
-            os.replace(src, dst)  # untouched tables: a rename, no copy
-        else:
-            jobs.append((work, (i, src, dst)))
-    return jobs
+def rewrite_job(job: ChunkJob) -> int:
+    """Task: draw the skewed columns of one part's rows and rewrite the part."""
+    a = job.args
+    p = validate(Params, a["params"], f"generator {NAME!r}")
+    new = draw_part(p, a["plans"], a["start"], a["start"] + job.rows, a["n_supp"])
+    return rewrite_part(Path(a["src"]), Path(job.out), new)
 
 
 def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict[str, int]:
-    """Write the (skewed) tables; returns rows per table. Runs locally (tpchgen + pyarrow).
+    """Write the (skewed) tables; returns rows per table.
 
-    ``spark`` is unused: tpchgen-cli is multi-threaded native code, and the skew step is a
-    vectorised pass over the few rewritten tables; the result is plain Parquet any Spark reads.
+    Four steps, each a set of independent tasks (Spark tasks with ``spark``, else threads of
+    this process; both give the same bytes): tpchgen-cli writes every part of the base tables
+    (one task per part with ``spark``, one multi-threaded run without); the distinct values of
+    each domain are read per part; the driver draws each skewed column's rank counts (arrays
+    the size of the domain, not of the table) into a plan; each part of a skewed table is
+    rewritten by a task that draws its own rows from the plan.
     """
     p = validate(Params, params, f"generator {NAME!r}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     skewed = p.skewed()
-    needed = set(p.tables)
-    for cols in skewed.values():
-        needed.update(SKEWABLE[c].domain_table for c in cols)
-    # first the tables the draws read; the rest are generated while the draws run
-    first = [t for t in TABLES if t in skewed
-             or any(SKEWABLE[c].domain_table == t for cs in skewed.values() for c in cs)]
-    later = [t for t in TABLES if t in needed and t not in first]
+    derived = p.suppkey_from_partkey and "l_partkey" in skewed.get("lineitem", [])
+    drawn = {c for cols in skewed.values() for c in cols if not (derived and c == "l_suppkey")}
+    domains = sorted(drawn | ({"l_suppkey"} if derived else set()), key=list(SKEWABLE).index)
+    needed = set(p.tables) | {SKEWABLE[c].domain_table for c in domains}
     stage = out / ".tpchgen-stage"  # hidden: readers of out/ skip dot-folders
+    threads = min(4, os.cpu_count() or 1)
     t0 = time.perf_counter()
-    background = None
     try:
-        run_tpchgen(p.sf, first or later, stage, p.n_parts)
-        if first and later:
-            background = start_tpchgen(p.sf, later, stage, p.n_parts)
+        base = [t for t in TABLES if t in needed]
+        if spark is None:
+            run_tpchgen(p.sf, base, stage, p.n_parts)
+        else:
+            args = {"sf": p.sf, "tables": base, "parts": p.n_parts}
+            run_jobs([ChunkJob(f"datagen.{NAME}:stage_part", "tpchgen", i, str(stage), 1, args)
+                      for i in range(p.n_parts)], spark, progress, desc="tpchgen-cli parts",
+                     unit="parts")
         if progress:
-            print(f"[tpch] tpchgen-cli sf={p.sf} {first or later}: "
-                  f"{time.perf_counter() - t0:.1f}s", file=sys.stderr)
-        files = {t: staged_parts(stage, t) for t in skewed}
+            print(f"[tpch] tpchgen-cli sf={p.sf} {base}: {time.perf_counter() - t0:.1f}s",
+                  file=sys.stderr)
+        files = {t: staged_parts(stage, t) for t in base}
         counts = {t: [pq.ParquetFile(f).metadata.num_rows for f in files[t]] for t in skewed}
-        # draw every new column before any file moves: domains are read from the stage
-        drawn = {t: draw_columns(p, stage, t, cols, sum(counts[t])) for t, cols in skewed.items()}
-        jobs: list[tuple[Callable, tuple]] = []
-        for table, new in drawn.items():
-            offsets = np.concatenate([[0], np.cumsum(counts[table])[:-1]]).tolist()
-
-            def work(i: int, src: Path, dst: Path, new=new, offsets=offsets) -> int:
-                return rewrite_part(src, dst, new, offsets[i])
-
-            jobs += _place(table, files[table], out, work)
-        # pyarrow releases the GIL while decoding/encoding: part files rewrite in parallel
-        # (and alongside the background tpchgen-cli run)
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-            list(pool.map(lambda job: job[0](*job[1]), jobs))
-        if background is not None:
-            wait_tpchgen(background, p.sf)
-            background = None
+        jobs = [ChunkJob(f"datagen.{NAME}:part_distinct", c, i, "", 1,
+                         {"file": str(f), "column": SKEWABLE[c].domain_column})
+                for c in domains for i, f in enumerate(files[SKEWABLE[c].domain_table])]
+        pieces = run_jobs(jobs, spark, progress, desc="domains", threads=threads, unit="parts")
+        domain = {c: column_domain(c, [x for j, x in zip(jobs, pieces, strict=True)
+                                       if j.table == c]) for c in domains}
+        jobs = []
+        for table, cols in skewed.items():
+            n_rows = sum(counts[table])
+            plans = [write_plan(p, c, domain[c], n_rows, stage / "plan") for c in cols
+                     if c in drawn]
+            n_supp = len(domain["l_suppkey"]) if derived and table == "lineitem" else 0
+            starts = np.concatenate([[0], np.cumsum(counts[table])[:-1]]).tolist()
+            for i, src in enumerate(files[table]):
+                args = {"params": asdict(p), "plans": plans, "start": int(starts[i]),
+                        "n_supp": n_supp, "src": str(src)}
+                jobs.append(ChunkJob(f"datagen.{NAME}:rewrite_job", table, i,
+                                     str(part_path(out / f"{table}.parquet", i)),
+                                     counts[table][i], args))
+        run_jobs(jobs, spark, progress, desc="skew", threads=threads)
         rows = {t: sum(c) for t, c in counts.items()}
         for table in p.tables:
-            if table not in drawn:
-                files[table] = staged_parts(stage, table)
-                rows[table] = sum(pq.ParquetFile(f).metadata.num_rows for f in files[table])
-                _place(table, files[table], out, None)
-        rows = {t: rows[t] for t in p.tables}
+            if table in skewed:
+                continue
+            rows[table] = sum(pq.ParquetFile(f).metadata.num_rows for f in files[table])
+            for i, src in enumerate(files[table]):  # untouched tables: a rename, no copy
+                dst = part_path(out / f"{table}.parquet", i)
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(src, dst)
         if progress:
             print(f"[tpch] done: {time.perf_counter() - t0:.1f}s, skewed "
                   f"{skewed or 'nothing (z=0)'}", file=sys.stderr)
-        return rows
+        return {t: rows[t] for t in p.tables}
     finally:
-        if background is not None:
-            background.kill()
-            background.wait()
         shutil.rmtree(stage, ignore_errors=True)

@@ -207,3 +207,42 @@ def test_spark_reads_skewed_lineitem(spark, skewed):
     assert max(counts.items(), key=lambda kv: kv[1]) == q(
         f"SELECT l_suppkey, count(*) c FROM {tbl(skewed, 'lineitem')} GROUP BY 1 "
         f"ORDER BY c DESC LIMIT 1")[0]
+
+
+def test_a_slice_of_rows_draws_what_the_whole_column_draws():
+    """What lets each part be drawn by its own task: rows [a, b) alone get the values (and
+    occurrence numbers) they get when the whole column is drawn at once."""
+    p = tpch.Params(z=0.9, seed=5)
+    perm, ends, key = tpch.zipf_plan(p, "l_orderkey", 300, 10_000)
+    whole = tpch.zipf_rows(ends, key, 0, 10_000)
+    for lo, hi in [(0, 1), (17, 4_000), (4_000, 10_000), (9_999, 10_000)]:
+        part = tpch.zipf_rows(ends, key, lo, hi)
+        assert np.array_equal(part[0], whole[0][lo:hi]) and np.array_equal(part[1], whole[1][lo:hi])
+    assert np.array_equal(np.bincount(whole[0], minlength=300), np.diff(ends, prepend=0))
+
+
+def test_drawn_values_do_not_depend_on_the_number_of_parts(skewed, tmp_path):
+    out = tmp_path / "three"
+    rows = tpch.generate({"sf": SF, "z": 1.0, "seed": 1, "parts": 3,
+                          "tables": ["lineitem", "orders"]}, out, None, False)
+    assert rows == {"lineitem": 60175, "orders": 15000}
+    assert len(list((out / "lineitem.parquet").glob("part-*.parquet"))) == 3
+    cols = "l_orderkey, l_linenumber, l_partkey, l_suppkey, l_comment"
+    assert q(f"SELECT {cols} FROM {tbl(out, 'lineitem')}") == \
+        q(f"SELECT {cols} FROM {tbl(skewed, 'lineitem')}")
+
+
+@pytest.mark.spark
+def test_spark_tasks_write_the_bytes_of_the_local_run(tmp_path, spark):
+    """One Spark task per tpchgen part and per rewritten part; the same bytes as locally."""
+    params = {"sf": SF, "z": 0.75, "seed": 3, "parts": 2, "suppkey_from_partkey": True,
+              "columns": ["l_orderkey", "l_partkey", "l_suppkey", "l_shipmode", "o_custkey"],
+              "tables": ["lineitem", "orders", "nation"]}
+    local, on_spark = tmp_path / "local", tmp_path / "spark"
+    rows = tpch.generate(params, local, None, False)
+    assert tpch.generate(params, on_spark, spark, False) == rows
+    assert rows == {"lineitem": 60175, "orders": 15000, "nation": 25}
+    a = digest(local)
+    assert len(a) == 5 and a == digest(on_spark)
+    assert sorted(p.name for p in on_spark.iterdir()) == ["lineitem.parquet", "nation.parquet",
+                                                          "orders.parquet"]
