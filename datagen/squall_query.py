@@ -27,8 +27,10 @@ fluct      equi  ORDERS(priority not in 5-LOW, 1-URGENT): o_orderkey    LINEITEM
 
 Rows keep TPC-H file order (S of eq5 is LINEITEM in generation order); small pre-joined sides
 are sorted by key. Arrival orders are the ``stream`` generator's job. Projections and pre-joins
-run in DuckDB (in process); the base tables come from the input cache (``tpch`` generator with
-the same sf, z, seed and skew columns), so all queries of one database share one generation.
+run in DuckDB, one task per part of the base table a side selects from (Spark tasks with a
+session, else in process), one task for a pre-joined side; the base tables come from the input
+cache (``tpch`` generator with the same sf, z, seed and skew columns), so all queries of one
+database share one generation.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from datagen import tpch
-from datagen.chunks import PARQUET_OPTIONS, part_path
+from datagen.chunks import PARQUET_OPTIONS, ChunkJob, part_path, run_jobs
 from datagen.params import check, validate
 
 NAME = "squall_query"
@@ -137,6 +139,7 @@ class Params:
     region: str = "AMERICA"  # eq5's region (Squall code; TPC-H Q5's default is ASIA)
     nations: tuple[str, ...] = ("PERU", "ETHIOPIA")  # eq7's nations (Squall code)
     tpch_cache: str = ""  # where the base TPC-H is cached ("" = experiments.paths.DATA_CACHE)
+    parts: int = 0  # the base TPC-H's parts (datagen.tpch): a selection side has as many
 
     def __post_init__(self) -> None:
         check(self.query in QUERIES,
@@ -151,7 +154,7 @@ class Params:
     def tpch_params(self) -> dict:
         params = {"sf": self.sf, "z": self.z, "seed": self.seed, "columns": list(self.columns),
                   "tables": list(BASE_TABLES),
-                  "suppkey_from_partkey": self.suppkey_from_partkey}
+                  "suppkey_from_partkey": self.suppkey_from_partkey, "parts": self.parts}
         validate(tpch.Params, params, "generator 'tpch'")
         return params
 
@@ -160,17 +163,28 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def side_sql(p: Params, template: str, tables: dict[str, str]) -> str:
+    """One side's DuckDB SQL with each base table ``{t}`` read from the Parquet glob
+    ``tables[t]`` and the query's parameters filled in."""
+    names = {t: f"read_parquet('{glob}')" for t, glob in tables.items()}
+    names["region_name"] = _quote(p.region)
+    names["nation_names"] = ", ".join(_quote(n) for n in p.nations)
+    return template.format(**names)
+
+
+def whole_tables(base: Path) -> dict[str, str]:
+    return {t: f"{base / (t + '.parquet')}/*.parquet" for t in BASE_TABLES}
+
+
 def query_sql(p: Params, base: Path) -> tuple[str, str]:
     """The DuckDB SQL of R and S over the TPC-H tables in folder ``base``."""
     q = QUERIES[p.query]
-    names = {t: f"read_parquet('{base / (t + '.parquet')}/*.parquet')" for t in BASE_TABLES}
-    names["region_name"] = _quote(p.region)
-    names["nation_names"] = ", ".join(_quote(n) for n in p.nations)
-    return q.r_sql.format(**names), q.s_sql.format(**names)
+    return side_sql(p, q.r_sql, whole_tables(base)), side_sql(p, q.s_sql, whole_tables(base))
 
 
-def write_query(con, sql: str, table_dir: Path, row_group_rows: int = ROW_GROUP_ROWS) -> int:
-    """Stream a query's result into ``table_dir/part-00000.parquet`` (project writer options).
+def write_query(con, sql: str, table_dir: Path, row_group_rows: int = ROW_GROUP_ROWS,
+                index: int = 0) -> int:
+    """Stream a query's result into ``table_dir/part-<index>.parquet`` (project writer options).
 
     Row groups hold exactly ``row_group_rows`` rows (the last one fewer), however DuckDB cuts
     its batches (which may depend on its thread count), so the bytes depend only on the rows.
@@ -178,7 +192,7 @@ def write_query(con, sql: str, table_dir: Path, row_group_rows: int = ROW_GROUP_
     table_dir.mkdir(parents=True, exist_ok=True)
     reader = con.execute(sql).to_arrow_reader(row_group_rows)
     rows, buffer, buffered = 0, [], 0
-    with pq.ParquetWriter(part_path(table_dir, 0), reader.schema, **PARQUET_OPTIONS) as w:
+    with pq.ParquetWriter(part_path(table_dir, index), reader.schema, **PARQUET_OPTIONS) as w:
         for batch in reader:
             buffer.append(batch)
             buffered += batch.num_rows
@@ -197,6 +211,34 @@ def write_query(con, sql: str, table_dir: Path, row_group_rows: int = ROW_GROUP_
     return rows
 
 
+def write_side(job: ChunkJob) -> int:
+    """Task: run one side's SQL (over whole tables, or over one part of one table) in DuckDB."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        # insertion order is DuckDB's default; set it anyway: the row order depends on it
+        con.execute("SET preserve_insertion_order = true")
+        return write_query(con, job.args["sql"], Path(job.out), index=job.index)
+    finally:
+        con.close()
+
+
+def side_jobs(p: Params, side: str, template: str, base: Path, out: Path) -> list[ChunkJob]:
+    """A side that selects from one base table is one task per part of that table (its output
+    keeps the part's row order, so R or S is the table's selection in file order); a side that
+    joins tables (the small pre-joined sides) is one task."""
+    used = [t for t in BASE_TABLES if "{" + t + "}" in template]
+    target, table_dir = f"datagen.{NAME}:write_side", str(out / f"{side}.parquet")
+    if len(used) != 1:
+        return [ChunkJob(target, side, 0, table_dir, 1,
+                         {"sql": side_sql(p, template, whole_tables(base))})]
+    parts = sorted((base / f"{used[0]}.parquet").glob("part-*.parquet"))
+    return [ChunkJob(target, side, i, table_dir, 1,
+                     {"sql": side_sql(p, template, {used[0]: str(f)})})
+            for i, f in enumerate(parts)]
+
+
 def base_tables(p: Params, spark=None, progress: bool = True) -> Path:
     """The folder of the (cached) skewed TPC-H these inputs are selected from."""
     from datagen.cache import materialize
@@ -206,17 +248,13 @@ def base_tables(p: Params, spark=None, progress: bool = True) -> Path:
 
 
 def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict[str, int]:
-    """Write ``R`` and ``S``; returns their row counts."""
-    import duckdb
-
+    """Write ``R`` and ``S`` (as Spark tasks with ``spark``; the same bytes either way);
+    returns their row counts."""
     p = validate(Params, params, f"generator {NAME!r}")
     base = base_tables(p, spark, progress)
-    r_sql, s_sql = query_sql(p, base)
-    con = duckdb.connect()
-    try:
-        # insertion order is DuckDB's default; set it anyway: the bytes depend on it
-        con.execute("SET preserve_insertion_order = true")
-        return {"R": write_query(con, r_sql, Path(out) / "R.parquet"),
-                "S": write_query(con, s_sql, Path(out) / "S.parquet")}
-    finally:
-        con.close()
+    q = QUERIES[p.query]
+    jobs = side_jobs(p, "R", q.r_sql, base, Path(out)) + side_jobs(p, "S", q.s_sql, base,
+                                                                    Path(out))
+    written = run_jobs(jobs, spark, progress, desc=f"{NAME} {p.query}", unit="parts")
+    return {side: sum(n for j, n in zip(jobs, written, strict=True) if j.table == side)
+            for side in ("R", "S")}

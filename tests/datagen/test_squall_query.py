@@ -182,3 +182,25 @@ def test_bytes_do_not_depend_on_duckdb_threads(inputs, tmp_path):
     meta = duckdb.sql(f"SELECT row_group_num_rows FROM parquet_metadata('{out}/*.parquet')"
                       ).fetchall()
     assert sorted({n for (n,) in meta}) == [3010, 4000]
+
+
+@pytest.mark.spark
+def test_spark_tasks_write_the_bytes_of_the_local_run(tpch_cache, tmp_path, spark):
+    """A selection side is one task per part of its base table (3 parts here), a pre-joined
+    side one task; on Spark the bytes are those of the local run, rows in file order."""
+    for query in ("eq5", "bnci"):
+        params = {"query": query, "sf": SF, "z": 0.5, "seed": 2, "parts": 3,
+                  "tpch_cache": tpch_cache}
+        base = squall_query.base_tables(validate(squall_query.Params, params, "test"),
+                                        progress=False)
+        local, on_spark = tmp_path / f"{query}-local", tmp_path / f"{query}-spark"
+        counts = squall_query.generate(params, local, None, False)
+        assert squall_query.generate(params, on_spark, spark, False) == counts
+        files = {t: sorted((local / f"{t}.parquet").glob("part-*.parquet")) for t in "RS"}
+        assert len(files["S"]) == 3 and len(files["R"]) == (1 if query == "eq5" else 3)
+        for t, fs in files.items():
+            for f in fs:
+                assert f.read_bytes() == (on_spark / f"{t}.parquet" / f.name).read_bytes()
+        whole = duckdb.sql(squall_query.query_sql(validate(squall_query.Params, params, "t"),
+                                                  base)[1]).fetchall()
+        assert rows(local, "S", "*") == whole
