@@ -165,22 +165,33 @@ def tpchgen_binary() -> str:
     return found
 
 
-def run_tpchgen(sf: float, tables: list[str], out: Path, parts: int,
-                part: int | None = None) -> None:
-    """Write plain TPC-H Parquet (tpchgen's defaults: SNAPPY, ~7 MiB row groups).
+def tpchgen_command(sf: float, tables: list[str], out: Path, parts: int,
+                    part: int | None = None) -> list[str]:
+    """Plain TPC-H Parquet (tpchgen's defaults: SNAPPY, ~7 MiB row groups).
 
     ``part`` (1-based) writes only that part of each table; its file is byte-identical to the
     same part of a run that writes all of them, which is what lets executors split the work.
     """
     cmd = [tpchgen_binary(), "parquet", "-s", repr(float(sf)), "--parts", str(parts),
            "-T", ",".join(tables), "-o", str(out), "--overwrite", "--no-progress", "-q"]
-    if part is not None:
-        cmd += ["--part", str(part)]
+    return cmd + (["--part", str(part)] if part is not None else [])
+
+
+def start_tpchgen(cmd: list[str]) -> subprocess.Popen:
     # stderr kept for the error message (tpchgen draws no progress bar when it is a pipe)
-    run = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if run.returncode != 0:
-        msg = (run.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise GeneratorError(f"tpchgen-cli failed at sf={sf}: {msg}")
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def wait_tpchgen(proc: subprocess.Popen) -> None:
+    _, err = proc.communicate()
+    if proc.returncode != 0:
+        msg = (err.strip().splitlines() or ["(no message)"])[-1]
+        raise GeneratorError(f"tpchgen-cli failed ({' '.join(proc.args[1:4])}): {msg}")
+
+
+def run_tpchgen(sf: float, tables: list[str], out: Path, parts: int,
+                part: int | None = None) -> None:
+    wait_tpchgen(start_tpchgen(tpchgen_command(sf, tables, out, parts, part)))
 
 
 def stage_part(job: ChunkJob) -> int:
@@ -378,19 +389,26 @@ def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict
     stage = out / ".tpchgen-stage"  # hidden: readers of out/ skip dot-folders
     threads = min(4, os.cpu_count() or 1)
     t0 = time.perf_counter()
+    background = None
     try:
         base = [t for t in TABLES if t in needed]
         if spark is None:
-            run_tpchgen(p.sf, base, stage, p.n_parts)
+            # the tables the draws read first; the others are written while the draws run
+            first = [t for t in base if t in skewed or any(SKEWABLE[c].domain_table == t
+                                                           for c in domains)]
+            later = [t for t in base if t not in first]
+            run_tpchgen(p.sf, first or later, stage, p.n_parts)
+            if first and later:
+                background = start_tpchgen(tpchgen_command(p.sf, later, stage, p.n_parts))
         else:
             args = {"sf": p.sf, "tables": base, "parts": p.n_parts}
             run_jobs([ChunkJob(f"datagen.{NAME}:stage_part", "tpchgen", i, str(stage), 1, args)
                       for i in range(p.n_parts)], spark, progress, desc="tpchgen-cli parts",
                      unit="parts")
         if progress:
-            print(f"[tpch] tpchgen-cli sf={p.sf} {base}: {time.perf_counter() - t0:.1f}s",
+            print(f"[tpch] tpchgen-cli sf={p.sf}: {time.perf_counter() - t0:.1f}s",
                   file=sys.stderr)
-        files = {t: staged_parts(stage, t) for t in base}
+        files = {t: staged_parts(stage, t) for t in base if background is None or t in first}
         counts = {t: [pq.ParquetFile(f).metadata.num_rows for f in files[t]] for t in skewed}
         jobs = [ChunkJob(f"datagen.{NAME}:part_distinct", c, i, "", 1,
                          {"file": str(f), "column": SKEWABLE[c].domain_column})
@@ -412,10 +430,14 @@ def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict
                                      str(part_path(out / f"{table}.parquet", i)),
                                      counts[table][i], args))
         run_jobs(jobs, spark, progress, desc="skew", threads=threads)
+        if background is not None:
+            wait_tpchgen(background)
+            background = None
         rows = {t: sum(c) for t, c in counts.items()}
         for table in p.tables:
             if table in skewed:
                 continue
+            files[table] = staged_parts(stage, table)
             rows[table] = sum(pq.ParquetFile(f).metadata.num_rows for f in files[table])
             for i, src in enumerate(files[table]):  # untouched tables: a rename, no copy
                 dst = part_path(out / f"{table}.parquet", i)
@@ -426,4 +448,7 @@ def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict
                   f"{skewed or 'nothing (z=0)'}", file=sys.stderr)
         return {t: rows[t] for t in p.tables}
     finally:
+        if background is not None:
+            background.kill()
+            background.wait()
         shutil.rmtree(stage, ignore_errors=True)
