@@ -215,12 +215,16 @@ def staged_parts(stage: Path, table: str) -> list[Path]:
 # ----------------------------------------------------------------------------- skew drawing
 
 
-def part_distinct(job: ChunkJob) -> pa.Array:
-    """Task: the distinct values of one column in one part file (a piece of a domain)."""
+def part_distinct(job: ChunkJob) -> str:
+    """Task: the distinct values of one column in one part file (a piece of a domain), written
+    next to the stage (a domain of primary keys would exceed Spark's result size if collected)."""
     values = pq.read_table(job.args["file"], columns=[job.args["column"]]).column(0)
     if pa.types.is_string_view(values.type):  # tpchgen's strings; Arrow cannot sort views
         values = values.cast(pa.string())
-    return pc.unique(values)
+    out = part_path(Path(job.out), job.index)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"value": pc.unique(values)}), out)
+    return str(out)
 
 
 def column_domain(column: str, pieces: list[pa.Array]) -> pa.Array:
@@ -410,11 +414,12 @@ def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict
                   file=sys.stderr)
         files = {t: staged_parts(stage, t) for t in base if background is None or t in first}
         counts = {t: [pq.ParquetFile(f).metadata.num_rows for f in files[t]] for t in skewed}
-        jobs = [ChunkJob(f"datagen.{NAME}:part_distinct", c, i, "", 1,
+        jobs = [ChunkJob(f"datagen.{NAME}:part_distinct", c, i, str(stage / "domain" / c), 1,
                          {"file": str(f), "column": SKEWABLE[c].domain_column})
                 for c in domains for i, f in enumerate(files[SKEWABLE[c].domain_table])]
         pieces = run_jobs(jobs, spark, progress, desc="domains", threads=threads, unit="parts")
-        domain = {c: column_domain(c, [x for j, x in zip(jobs, pieces, strict=True)
+        domain = {c: column_domain(c, [pq.read_table(f).column(0).combine_chunks()
+                                       for j, f in zip(jobs, pieces, strict=True)
                                        if j.table == c]) for c in domains}
         jobs = []
         for table, cols in skewed.items():
