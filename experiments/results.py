@@ -43,11 +43,14 @@ class Point:
     series: str
     x: float
     x_label: str
+    seed: int = 0
 
     @property
     def point_id(self) -> str:
-        safe = re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{self.series}__{self.x_label}")
-        return safe
+        """``<series>__<x>``, plus ``__seed<n>`` for seeds other than 0: each seed of a
+        ``seed=0,1,..`` sweep keeps its own file (plots and checks average over seeds)."""
+        name = f"{self.series}__{self.x_label}" + (f"__seed{self.seed}" if self.seed else "")
+        return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)
 
 
 def results_dir(root: str | Path, figure: str) -> Path:

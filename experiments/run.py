@@ -126,7 +126,7 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     series, x = cfg.point.series, cfg.point.x
     require_series(figure, series)
     scale = cfg.scale.name
-    point = Point(figure["id"], series, x_numeric(figure, x), x_label(x))
+    point = Point(figure["id"], series, x_numeric(figure, x), x_label(x), int(cfg.seed))
     folder = results_dir(_results_root(cfg), figure["id"])
     ensure_writable(folder)
     chash = config_hash(figure, scale, int(cfg.seed), series)

@@ -52,6 +52,17 @@ def test_changed_config_reruns(scripted):
     assert len(fake_kind.CALLS) == 2
 
 
+def test_each_seed_keeps_its_own_result(scripted):
+    run, root = scripted
+    for seed in (0, 1, 2):
+        assert run("hash_join", 0.5, f"seed={seed}") == "ok"
+    assert run("hash_join", 0.5, "seed=1") == "skipped"
+    frame = read_results(root, "amjoin/fig5")
+    assert sorted(frame.groupby("point_id")["seed"].first().tolist()) == [0, 1, 2]
+    assert sorted(p.name for p in (root / "amjoin" / "fig5").glob("*.parquet")) == [
+        "hash_join__0.5.parquet", "hash_join__0.5__seed1.parquet", "hash_join__0.5__seed2.parquet"]
+
+
 def test_failures_are_results_and_sweep_goes_on(scripted):
     run, root = scripted
     assert run("spark3_join", 0.0) == "error"
