@@ -7,8 +7,9 @@
     python -m datagen rankfreq PATH column=key out=plot.png [table=R]
 
 Generator options besides its parameters: ``out=DIR`` (write exactly there; default the cache
-folder ``<root>/<generator>-<hash12>``), ``root=DIR``, ``spark=MASTER`` (write chunks as Spark
-tasks, e.g. ``local[2]``; default a local loop), ``force=true``, ``progress=false``.
+folder ``<root>/<generator>-<hash12>``), ``root=DIR``, ``spark=PRESET|MASTER`` (write chunks as
+Spark tasks: a ``conf/spark/`` preset such as ``local_cluster``, or a master URL such as
+``local[2]``; default a local loop), ``force=true``, ``progress=false``.
 Bad input prints one line naming the valid choices and exits with code 2.
 """
 
@@ -84,9 +85,14 @@ def _generate(name: str, args: list[str]) -> int:
     resolved = cache.resolve(name, kw)
     spark = None
     if opts.get("spark"):
-        from experiments.spark_session import get_spark
+        from experiments.spark_session import SparkConfigError, get_spark, spark_preset
 
-        spark = get_spark(str(opts["spark"]))
+        name = str(opts["spark"])
+        looks_like_url = any(c in name for c in "[:/")  # local[2], spark://host:7077, yarn..
+        try:
+            spark = get_spark(name) if looks_like_url else get_spark(**spark_preset(name))
+        except SparkConfigError as exc:
+            raise GeneratorError(str(exc)) from None
     progress = coerce("progress", opts.get("progress", True), bool)
     force = coerce("force", opts.get("force", False), bool)
     if opts.get("out"):

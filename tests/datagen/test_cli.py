@@ -64,3 +64,14 @@ def test_existing_folder_with_other_content_and_unknown_column(tmp_path, capsys)
     code, _, err = _run(capsys, "rankfreq", str(tmp_path / "d"), "column=nope",
                         f"out={tmp_path / 'x.png'}")
     assert code == 2 and "unknown column 'nope'; valid: key, payload" in err
+
+
+def test_spark_takes_a_preset_name_and_an_unknown_one_is_one_error_line(tmp_path, capsys,
+                                                                         monkeypatch):
+    out = tmp_path / "never"
+    code, _, err = _run(capsys, "dpair", "rows=100", "keys=10", "spark=nosuch", f"out={out}")
+    assert code == 2 and "unknown Spark preset 'nosuch'; valid:" in err and "local_cluster" in err
+    monkeypatch.delenv("SPARK_MASTER_URL", raising=False)
+    code, _, err = _run(capsys, "dpair", "rows=100", "keys=10", "spark=standalone", f"out={out}")
+    assert code == 2 and "master URL" in err
+    assert not out.exists()
