@@ -87,10 +87,10 @@ def _generate(name: str, args: list[str]) -> int:
     if opts.get("spark"):
         from experiments.spark_session import SparkConfigError, get_spark, spark_preset
 
-        name = str(opts["spark"])
-        looks_like_url = any(c in name for c in "[:/")  # local[2], spark://host:7077, yarn..
+        master = str(opts["spark"])
+        looks_like_url = any(c in master for c in "[:/")  # local[2], spark://host:7077
         try:
-            spark = get_spark(name) if looks_like_url else get_spark(**spark_preset(name))
+            spark = get_spark(master) if looks_like_url else get_spark(**spark_preset(master))
         except SparkConfigError as exc:
             raise GeneratorError(str(exc)) from None
     progress = coerce("progress", opts.get("progress", True), bool)

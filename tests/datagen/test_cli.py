@@ -75,3 +75,21 @@ def test_spark_takes_a_preset_name_and_an_unknown_one_is_one_error_line(tmp_path
     code, _, err = _run(capsys, "dpair", "rows=100", "keys=10", "spark=standalone", f"out={out}")
     assert code == 2 and "master URL" in err
     assert not out.exists()
+
+
+@pytest.mark.spark
+def test_spark_preset_name_starts_that_preset_and_generates(tmp_path, capsys, monkeypatch,
+                                                            spark):
+    import experiments.spark_session as session
+
+    asked = []
+    monkeypatch.setattr(session, "get_spark", lambda *a, **kw: asked.append((a, kw)) or spark)
+    out = tmp_path / "d"
+    code, text, _ = _run(capsys, "dpair", "rows=300", "keys=10", "uniform_rows=0",
+                         "spark=local_cluster", f"out={out}", "progress=false")
+    assert code == 0 and "R=300" in text
+    assert read_manifest(out)["produced_by"] == "spark"
+    assert asked[0][1]["master"].startswith("local-cluster[")
+    code, _, _ = _run(capsys, "dpair", "rows=300", "keys=10", "uniform_rows=0", "spark=local[2]",
+                      f"out={tmp_path / 'e'}", "progress=false")
+    assert code == 0 and asked[1][0] == ("local[2]",)
