@@ -24,21 +24,21 @@ import numpy as np
 ROUNDS = 6
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser over a uint64 array (wrapping arithmetic)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M1
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M2
-    return x ^ (x >> np.uint64(31))
+    """SplitMix64's finaliser over a uint64 array (wrapping arithmetic; also the online
+    engine's routing hash, :mod:`joins.online.hashing`)."""
+    with np.errstate(over="ignore"):
+        x = (x ^ (x >> np.uint64(30))) * _M1
+        x = (x ^ (x >> np.uint64(27))) * _M2
+        return x ^ (x >> np.uint64(31))
 
 
 def round_keys(key: int) -> np.ndarray:
     """The six round keys of a Feistel network seeded by a 64-bit ``key``."""
-    steps = np.arange(1, ROUNDS + 1, dtype=np.uint64) * _GOLDEN
+    steps = np.arange(1, ROUNDS + 1, dtype=np.uint64) * GOLDEN
     with np.errstate(over="ignore"):
         return mix64(np.uint64(key & (2**64 - 1)) + steps)
 
@@ -80,5 +80,5 @@ def uniform(index: np.ndarray, key: int) -> np.ndarray:
     """A double in ``[0, 1)`` per row, a hash of ``(key, index)``."""
     k = round_keys(key)[0]
     with np.errstate(over="ignore"):
-        bits = mix64(mix64(np.asarray(index, dtype=np.int64).astype(np.uint64) ^ k) + _GOLDEN)
+        bits = mix64(mix64(np.asarray(index, dtype=np.int64).astype(np.uint64) ^ k) + GOLDEN)
     return (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53

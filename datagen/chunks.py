@@ -147,7 +147,7 @@ def package_bytes(*pkgs: Path) -> bytes:
     return buf.getvalue()
 
 
-def package_zip(*pkgs: Path, name: str = "datagen") -> Path:
+def package_zip(*pkgs: Path, name: str) -> Path:
     """A zip of the packages named by its content hash, for Spark executors to import."""
     from experiments.paths import SCRATCH
 
@@ -167,7 +167,9 @@ def run_jobs(jobs: Sequence[ChunkJob], spark=None, progress: bool = True,
 
     With ``spark`` each job is one Spark task (jobs are submitted in waves of a few times the
     default parallelism so the progress bar moves). The output folder must be visible to the
-    executors under the same path (local, local-cluster, or a shared file system). Without it
+    executors under the same path (local, local-cluster, or a shared file system), and the
+    executors import ``datagen`` as every session of :func:`experiments.spark_session.get_spark`
+    lets them (the checkout on local masters, the shipped project zip elsewhere). Without it
     the jobs run in this process, on ``threads`` threads (for jobs whose heavy steps, numpy and
     pyarrow, release the GIL).
     """
@@ -186,7 +188,6 @@ def run_jobs(jobs: Sequence[ChunkJob], spark=None, progress: bool = True,
                     bar.update(job.rows)
         else:
             sc = spark.sparkContext
-            sc.addPyFile(str(package_zip()))  # executors may not have the repo on sys.path
             wave = max(1, 4 * sc.defaultParallelism)
             for lo in range(0, len(jobs), wave):
                 batch = list(jobs[lo:lo + wave])

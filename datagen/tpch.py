@@ -69,7 +69,7 @@ from datagen.bijection import permute, uniform
 from datagen.chunks import ChunkJob, named_rng, part_path, run_jobs
 from datagen.errors import GeneratorError
 from datagen.params import check, validate
-from datagen.zipf import zipf_pmf
+from datagen.zipf import zipf_pmf, zipf_ranks
 
 NAME = "tpch"
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
@@ -294,11 +294,10 @@ def partsupp_choice(p: Params, start: int, stop: int) -> np.ndarray:
     if "l_suppkey" in p.columns:
         rng = named_rng(p.seed, NAME, "l_suppkey#partsupp")
         perm = rng.permutation(SUPP_PER_PART)
-        cdf = np.cumsum(zipf_pmf(p.z, SUPP_PER_PART))
         u = uniform(rows, int(rng.integers(0, 2**63)))
-        return perm[np.minimum(np.searchsorted(cdf, u, side="right"), SUPP_PER_PART - 1)]
+        return perm[zipf_ranks(u, p.z, SUPP_PER_PART) - 1]
     key = int(named_rng(p.seed, NAME, "l_suppkey#uniform").integers(0, 2**63))
-    return np.minimum((uniform(rows, key) * SUPP_PER_PART).astype(np.int64), SUPP_PER_PART - 1)
+    return (uniform(rows, key) * SUPP_PER_PART).astype(np.int64)  # uniform() < 1
 
 
 def write_plan(p: Params, column: str, domain: pa.Array, n_rows: int, folder: Path) -> dict:

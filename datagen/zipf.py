@@ -46,7 +46,12 @@ def sample_zipf(rng: np.random.Generator, z: float, n_values: int, size: int) ->
     _check(z, n_values)
     if size < 0:
         raise GeneratorError(f"sample size must be >= 0, got {size}")
-    u = rng.random(int(size))
+    return zipf_ranks(rng.random(int(size)), z, n_values)
+
+
+def zipf_ranks(u: np.ndarray, z: float, n_values: int) -> np.ndarray:
+    """The ranks in 1..n_values (int64) of uniforms ``u`` in [0, 1), by inverse CDF."""
+    _check(z, n_values)
     # first index whose cumulative probability exceeds u: P(rank k) = cdf[k-1] - cdf[k-2]
     idx = np.searchsorted(_cdf(float(z), int(n_values)), u, side="right")
     return np.minimum(idx, int(n_values) - 1).astype(np.int64) + 1

@@ -36,7 +36,6 @@ from experiments.spark_metrics import TaskMetricsCapture
 from experiments.spark_session import (
     SparkConfigError,
     get_spark,
-    resolve_master,
     spark_preset,
 )
 from joins.api import consume_output
@@ -97,8 +96,7 @@ def main(argv: list[str]) -> int:
         print(f"parts must be all, batch, online or spill, got {parts!r}", file=sys.stderr)
         return 2
     try:
-        preset = spark_preset(opts.get("spark", "local"))
-        resolve_master(preset["master"], preset["master_env"])  # before any work starts
+        preset = spark_preset(opts.get("spark", "local"))  # before any work starts
     except SparkConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

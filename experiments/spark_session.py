@@ -54,14 +54,15 @@ def spark_presets(local_only: bool = False) -> list[str]:
 
 def spark_preset(name: str) -> dict[str, Any]:
     """A ``conf/spark/<name>.yaml`` preset as :func:`get_spark`'s keywords, for the entry points
-    that are not Hydra runs (the join CLIs, calibration)."""
+    that are not Hydra runs (the join and datagen CLIs, calibration). A cluster preset's master
+    URL is read from its variable here, so an unset one fails before any work starts."""
     from omegaconf import OmegaConf
 
     if name not in spark_presets():
         raise SparkConfigError(f"unknown Spark preset {name!r}; valid: "
                                f"{', '.join(spark_presets())}")
     cfg = OmegaConf.load(CONF / "spark" / f"{name}.yaml")
-    return {"master": cfg.master, "master_env": cfg.get("master_env"),
+    return {"master": resolve_master(cfg.master, cfg.get("master_env")), "master_env": None,
             "conf": dict(cfg.get("conf") or {}), "driver_memory": cfg.driver_memory}
 
 

@@ -91,7 +91,11 @@ def load(order: str) -> Callable[..., Arrival]:
 
 
 def needs_keys(order: str) -> bool:
-    return any(k in signature_params(load(order)) for k in KEY_ARGS)
+    return _needs_keys(load(order))
+
+
+def _needs_keys(fn: Callable[..., Arrival]) -> bool:
+    return any(k in signature_params(fn) for k in KEY_ARGS)
 
 
 def resolve(order: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -100,7 +104,10 @@ def resolve(order: str, params: dict[str, Any]) -> dict[str, Any]:
     The order then runs once on two empty relations, so its own range checks (e.g. fluct's
     k > 1) fail here, before a stream generates or reads any input.
     """
-    fn = load(order)
+    return _resolve(order, load(order), params)
+
+
+def _resolve(order: str, fn: Callable[..., Arrival], params: dict[str, Any]) -> dict[str, Any]:
     kw = validate_kwargs(fn, params, f"order {order!r}", reserved=KEY_ARGS)
     empty = {k: np.zeros(0, np.int64) for k in KEY_ARGS if k in signature_params(fn)}
     fn(0, 0, order_rng(0, order), **kw, **empty).check(0, 0, order)
@@ -121,8 +128,8 @@ def compute_arrival(order: str, n_r: int, n_s: int, seed: int, *,
     if seed < 0:
         raise GeneratorError(f"seed must be >= 0, got {seed}")
     fn = load(order)
-    kw = resolve(order, params)
-    if needs_keys(order):
+    kw = _resolve(order, fn, params)
+    if _needs_keys(fn):
         if keys_r is None or keys_s is None:
             raise GeneratorError(f"order {order!r} needs the key columns keys_r and keys_s")
         kw.update(keys_r=np.asarray(keys_r), keys_s=np.asarray(keys_s))

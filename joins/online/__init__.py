@@ -20,6 +20,7 @@ import pandas as pd
 
 from joins.online.controller import ilf_opt
 from joins.online.cost import CostModel
+from joins.online.kernel import Equi
 
 __all__ = ["StreamResult", "run_stream", "CostModel"]
 
@@ -78,6 +79,8 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
         raise ValueError(f"spill must be charge, disk or evict, got {spill!r}")
     if band is not None and band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
+    if predicate is not None and band is not None:
+        raise ValueError("give band= or predicate=, not both")
     factory = _factory(operator)
     cost = cost or CostModel()
     rel_r = source.load(spark, r, on, "R")
@@ -86,9 +89,8 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                                  order_params=order_params)
     policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
                      band=band, **operator_params)
-    if predicate is not None and band is not None:
-        raise ValueError("give band= or predicate=, not both")
-    if predicate is not None and predicate.name != "equi" and policy.layout.kind == "hash":
+    if predicate is not None and not isinstance(predicate, Equi) and \
+            policy.layout.kind == "hash":
         raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "
                          "(grid or biclique); hash routing only meets equal keys")
     parts = partitions or max(1, min(joiners, executor_cores(spark)))

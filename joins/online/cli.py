@@ -127,7 +127,7 @@ def validate(args: dict) -> dict:
             band = float(args["band"])
         except ValueError as e:
             raise UsageError(f"band must be a number, got {args['band']!r}") from e
-        if band < 0:
+        if not band >= 0:  # also refuses nan
             raise UsageError(f"band must be >= 0, got {band}")
         if op == "shj":
             raise UsageError("shj is an equi-join operator; drop band= or pick a grid operator")
@@ -157,8 +157,8 @@ def validate(args: dict) -> dict:
         if value is not None:
             opts[name] = value
     rate = _typed(args, "migration_rate", float)
-    if rate is not None and rate <= 0:
-        raise UsageError(f"migration_rate must be > 0, got {rate}")
+    if rate is not None and not 0 < rate < float("inf"):  # also refuses nan
+        raise UsageError(f"migration_rate must be > 0 and finite, got {rate}")
     if rate is not None:
         opts["migration_rate"] = rate
     try:

@@ -11,19 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from datagen.bijection import GOLDEN, mix64
+
 _U64 = np.uint64
-_GOLDEN = _U64(0x9E3779B97F4A7C15)
-_M1 = _U64(0xBF58476D1CE4E5B9)
-_M2 = _U64(0x94D049BB133111EB)
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
-    """The splitmix64 finaliser (Steele et al.), vectorised; wraps modulo 2^64 by design."""
+    """One splitmix64 step (Steele et al.) of state ``x``, vectorised; wraps modulo 2^64."""
     with np.errstate(over="ignore"):
-        z = np.asarray(x).astype(_U64) + _GOLDEN
-        z = (z ^ (z >> _U64(30))) * _M1
-        z = (z ^ (z >> _U64(27))) * _M2
-        return z ^ (z >> _U64(31))
+        return mix64(np.asarray(x).astype(_U64) + GOLDEN)
 
 
 def tuple_u(seed: int, is_r: np.ndarray | bool, tid: np.ndarray) -> np.ndarray:

@@ -69,7 +69,10 @@ def to_float_keys(kr: np.ndarray, ks: np.ndarray, band: float | None
     if not numeric:
         if band is not None:
             raise SourceError("a band join needs numeric keys")
-        codes, _ = pd.factorize(pd.concat([sr, ss], ignore_index=True), use_na_sentinel=True)
+        # sorted codes keep the keys' order, so an order predicate (e.g. r < s) on the codes
+        # is the predicate on the keys, not on their order of first appearance
+        codes, _ = pd.factorize(pd.concat([sr, ss], ignore_index=True), sort=True,
+                                use_na_sentinel=True)
         codes = np.where(codes < 0, np.nan, codes.astype(np.float64))
         return codes[: len(sr)], codes[len(sr):]
     out = []
@@ -94,11 +97,14 @@ def order_kwargs(order: str, k: float | None, order_params: dict | None) -> dict
 
 def check_order(order: str, seed: int, k: float | None, order_params: dict | None = None
                 ) -> None:
-    """Run the order on an empty stream: its own parameter checks (e.g. fluct's k > 1) and
+    """The order's parameter checks (e.g. fluct's k > 1, by its dry run on empty relations) and
     the seed's raise a GeneratorError without reading any input."""
-    from datagen.orders import compute_arrival
+    from datagen.errors import GeneratorError
+    from datagen.orders import resolve
 
-    compute_arrival(order, 0, 0, seed, **order_kwargs(order, k, order_params))
+    if seed < 0:
+        raise GeneratorError(f"seed must be >= 0, got {seed}")
+    resolve(order, order_kwargs(order, k, order_params))
 
 
 @dataclass

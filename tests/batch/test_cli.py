@@ -66,3 +66,10 @@ def test_good_options_reach_spark(files):
     extra = ["executors=3", "partitions=9", "seed=2", "memory_budget_bytes=1e6", "record_bytes=8"]
     with pytest.raises(SparkStarted):
         main(args(files, *extra, out="new/OUT.parquet"))
+
+
+def test_cluster_preset_without_its_master_url_is_one_usage_line(files, capsys, monkeypatch):
+    monkeypatch.delenv("SPARK_MASTER_URL", raising=False)
+    assert main(args(files, "spark=standalone")) == 2  # no traceback from get_spark
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "SPARK_MASTER_URL" in err and err.count("\n") == 1

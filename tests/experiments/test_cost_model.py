@@ -119,11 +119,19 @@ def test_calibrate_rejects_unknown_parts(capsys):
     assert "parts must be all, batch, online or spill" in capsys.readouterr().err
 
 
-def test_calibrate_runs_on_a_named_spark_preset_and_rejects_unknown_ones(capsys):
+def test_calibrate_runs_on_a_named_spark_preset_and_rejects_unknown_ones(capsys, monkeypatch):
+    import experiments.calibrate as calibrate
     from experiments.calibrate import main
-    from experiments.spark_session import spark_preset
 
-    assert spark_preset("local_cluster")["master"].startswith("local-cluster")
+    class Started(Exception):
+        pass
+
+    def started(**kw):
+        raise Started(kw["master"])
+
+    monkeypatch.setattr(calibrate, "get_spark", started)
+    with pytest.raises(Started, match=r"local-cluster\["):
+        main(["spark=local_cluster", "parts=batch", "out=/nonexistent/never.json"])
     assert main(["spark=yarnn"]) == 2  # before any Spark session starts
     err = capsys.readouterr().err
     assert "unknown Spark preset 'yarnn'" in err and "local_cluster" in err

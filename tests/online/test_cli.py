@@ -53,6 +53,9 @@ def no_spark(monkeypatch):
     (["operator=dynamic", "joiners=4", "order=fluct", "k=-1"],
      "order fluct: fluctuation factor k must be > 1, got -1.0"),
     (["operator=dynamic", "joiners=4", "seed=-1"], "seed must be >= 0"),
+    (["operator=dynamic", "joiners=4", "migration_rate=nan"], "migration_rate must be > 0"),
+    (["operator=dynamic", "joiners=4", "migration_rate=inf"], "migration_rate must be > 0"),
+    (["operator=static_mid", "joiners=4", "band=nan"], "band must be >= 0, got nan"),
 ])
 def test_bad_input_exits_2(files, capsys, args, message):
     base = [f"r={files / 'R.parquet'}", f"s={files / 'S.parquet'}"]

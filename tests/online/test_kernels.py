@@ -80,3 +80,20 @@ def test_an_unequal_predicate_is_refused_with_hash_routing():
     with pytest.raises(ValueError, match="content-insensitive"):
         run_stream(None, rf, sf, operator="shj", joiners=2, predicate=Less(), progress=False,
                    backend="local")
+
+
+def test_an_order_predicate_on_string_keys_follows_the_strings_order():
+    """String keys become codes; the codes must keep the strings' order (here 'b' comes
+    first but is not below 'a'), or r < s would be decided on arrival order."""
+    rf = pd.DataFrame({"key": ["b", "a", None, "c"], "a": range(4)})
+    sf = pd.DataFrame({"key": ["a", "c", "b"], "b": range(3)})
+    res = run_stream(None, rf, sf, operator="static_mid", joiners=4, predicate=Less(),
+                     collect_output=True, progress=False, backend="local")
+    assert_same_rows(res.output, _oracle_less(rf, sf))
+    assert len(res.output) == 3  # a<b, a<c, b<c
+
+
+def test_band_and_predicate_together_are_refused_before_reading_input():
+    with pytest.raises(ValueError, match="not both"):
+        run_stream(None, "/no/such/input", "/no/such/input", operator="static_mid", joiners=2,
+                   band=1, predicate=Less(), backend="local")
