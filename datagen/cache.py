@@ -74,9 +74,11 @@ def code_fingerprint() -> dict[str, str]:
             **tool_versions()}
 
 
-def config_hash(generator: str, resolved: Mapping[str, Any]) -> str:
+def config_hash(generator: str, resolved: Mapping[str, Any],
+                code: Mapping[str, str] | None = None) -> str:
+    """``code``: :func:`code_fingerprint`'s value, when the caller already has it."""
     blob = {"format": FORMAT_VERSION, "generator": generator, "params": resolved,
-            "code": code_fingerprint()}
+            "code": code if code is not None else code_fingerprint()}
     return hashlib.sha256(_canonical(blob).encode()).hexdigest()
 
 
@@ -87,12 +89,12 @@ def read_manifest(folder: Path | str) -> dict:
     return json.loads(path.read_text())
 
 
-def _versions() -> dict[str, str]:
+def _versions(code: Mapping[str, str]) -> dict[str, str]:
     import numpy
     import pyarrow
 
     return {"datagen_format": str(FORMAT_VERSION), "python": platform.python_version(),
-            "numpy": numpy.__version__, "pyarrow": pyarrow.__version__, **code_fingerprint()}
+            "numpy": numpy.__version__, "pyarrow": pyarrow.__version__, **code}
 
 
 def _table_info(folder: Path, rows: Mapping[str, int]) -> dict[str, Any]:
@@ -125,7 +127,8 @@ def materialize_into(folder: Path, generator: str, resolved: Mapping[str, Any], 
                      progress: bool = True, force: bool = False) -> Path:
     """Generate ``generator(resolved)`` into exactly ``folder`` (reused if already there)."""
     folder = Path(folder).absolute()  # Spark executors may run in another working directory
-    digest = config_hash(generator, resolved)
+    code = code_fingerprint()  # once: the manifest records the code the key was made from
+    digest = config_hash(generator, resolved, code)
     state = _state(folder, digest)
     if state == "same" and not force:
         return folder
@@ -145,7 +148,7 @@ def materialize_into(folder: Path, generator: str, resolved: Mapping[str, Any], 
             "config_hash": digest,
             "rows": {t: int(n) for t, n in rows.items()},
             "tables": _table_info(tmp, rows),
-            "versions": _versions(),
+            "versions": _versions(code),
             "parquet_options": PARQUET_OPTIONS,
             "produced_by": "spark" if spark is not None else "local",
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

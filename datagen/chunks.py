@@ -134,8 +134,9 @@ PACKAGE = Path(__file__).resolve().parent
 def package_bytes(*pkgs: Path) -> bytes:
     """A zip of the packages' ``.py`` sources (default: this one) with fixed names and timestamps.
 
-    The same sources give the same bytes, so its hash is both the name of the zip shipped to
-    Spark executors and the code fingerprint in the cache key (:func:`datagen.cache.config_hash`).
+    The same sources give the same bytes, so its hash is the code fingerprint in the cache key
+    (:func:`datagen.cache.config_hash`) and names the project zip shipped to a cluster's
+    executors (:func:`experiments.spark_session.project_zip`).
     """
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:

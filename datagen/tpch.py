@@ -50,6 +50,7 @@ the table only); the files do (tpchgen's row groups).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -271,14 +272,6 @@ def zipf_rows(ends: np.ndarray, key: int, start: int,
     return rank, pos - first + 1
 
 
-def zipf_indices(p: Params, column: str, n_domain: int, n_rows: int,
-                 numbered: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
-    """Row -> domain index (and, if ``numbered``, its occurrence number) of a whole column."""
-    perm, ends, key = zipf_plan(p, column, n_domain, n_rows)
-    rank, occurrence = zipf_rows(ends, key, 0, n_rows)
-    return perm[rank], occurrence if numbered else None
-
-
 def partsupp_suppkey(partkey: np.ndarray, j: np.ndarray, n_supp: int) -> np.ndarray:
     """dbgen's PART_SUPP_BRIDGE: the j-th (0..3) PARTSUPP supplier of part ``partkey``.
 
@@ -311,6 +304,18 @@ def write_plan(p: Params, column: str, domain: pa.Array, n_rows: int, folder: Pa
     return {"column": column, "values": str(values), "ends": str(ends_file), "key": key}
 
 
+def plan_values(path: str) -> pa.Array:
+    """A column's domain in rank order, read once per process: the threads of a local run and
+    the tasks a Spark Python worker runs in turn share it (15M order keys at SF 10)."""
+    stat = os.stat(path)  # a plan rewritten at the same path is a new one
+    return _read_values(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_values(path: str, _mtime_ns: int, _size: int) -> pa.Array:
+    return pq.read_table(path).column(0).combine_chunks()
+
+
 def draw_part(p: Params, plans: list[dict], start: int, stop: int,
               n_supp: int) -> dict[str, pa.Array]:
     """The new values of rows [start, stop) of one table's skewed columns."""
@@ -318,8 +323,7 @@ def draw_part(p: Params, plans: list[dict], start: int, stop: int,
     for plan in plans:
         ends = np.load(plan["ends"], mmap_mode="r")
         rank, occurrence = zipf_rows(ends, plan["key"], start, stop)
-        values = pq.read_table(plan["values"]).column(0).combine_chunks()
-        new[plan["column"]] = values.take(pa.array(rank))
+        new[plan["column"]] = plan_values(plan["values"]).take(pa.array(rank))
         if plan["column"] == "l_orderkey":  # keep (l_orderkey, l_linenumber) a key
             new["l_linenumber"] = pa.array(occurrence)
     if n_supp:  # suppkey_from_partkey: l_suppkey is a PARTSUPP supplier of the new l_partkey
@@ -441,7 +445,7 @@ def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict
         for table in p.tables:
             if table in skewed:
                 continue
-            files[table] = staged_parts(stage, table)
+            files[table] = files.get(table) or staged_parts(stage, table)
             rows[table] = sum(pq.ParquetFile(f).metadata.num_rows for f in files[table])
             for i, src in enumerate(files[table]):  # untouched tables: a rename, no copy
                 dst = part_path(out / f"{table}.parquet", i)
