@@ -5,7 +5,8 @@ task's exact counts and its executor run time from the event log, and fit the no
 linear model of :class:`experiments.cost_model.BatchCosts` (scipy's NNLS). Online: the
 engine's own calibration (:func:`joins.online.cost.calibrate`) when it is available. The result
 goes to ``calibration/local.json`` (``default.json`` is the committed reference, measured the
-same way) and its id is recorded with every result; an older calibration that published results
+same way on a 2-core machine, where the default ``spark=local`` preset's ``local[*]`` is the
+``local[2]`` its note records) and its id is recorded with every result; an older calibration that published results
 still cite is kept as ``calibration/<id>.json``. ``parts=batch`` (``parts=online``) re-measures
 the batch (online) constants only and keeps the other ones the current calibration has;
 ``parts=spill`` re-measures only the online spill store's write and probe costs

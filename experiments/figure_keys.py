@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from experiments.figure_spec import SCALES
+from experiments.figure_spec import is_per_scale
 
 Spec = dict[str, "Spec | None"]  # key -> spec of its nested block (None: a plain value)
 
@@ -119,6 +119,6 @@ def _check(block: Any, spec: Spec, where: str) -> None:
 
 def _per_scale(block: Any) -> list[Any]:
     """A block given per scale ({tiny: .., small: .., paper: ..}) is checked at each scale."""
-    if isinstance(block, dict) and block and set(block) <= set(SCALES) | {"reason"}:
+    if is_per_scale(block):
         return [v for k, v in block.items() if k != "reason"]
     return [block]

@@ -16,9 +16,14 @@ def plain(node: Any) -> Any:
         OmegaConf.is_config(node) else node
 
 
+def is_per_scale(value: Any) -> bool:
+    """Whether a value is given per scale ({tiny: .., small: .., paper: .., reason: ..})."""
+    return isinstance(value, dict) and bool(value) and set(value) <= set(SCALES) | {"reason"}
+
+
 def by_scale(value: Any, scale: str) -> Any:
     """A value may be given per scale ({tiny: .., small: .., paper: ..}); pick this scale's."""
-    if isinstance(value, dict) and value and set(value) <= set(SCALES) | {"reason"}:
+    if is_per_scale(value):
         if scale not in value:
             raise KeyError(f"no value for scale {scale!r} (given: {sorted(value)})")
         return value[scale]

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from experiments.figure_spec import config_hash, x_numeric, x_values
+from experiments.figure_spec import config_hash, x_label, x_numeric, x_values
 from experiments.figures import figure_ids, load_figure
 from experiments.paths import ROOT
-from experiments.results import read_results
+from experiments.results import Point, read_results
 from experiments.run import compose
 from experiments.targets import evaluate
 from figures.plot import output_base, plot_figure
@@ -69,6 +69,8 @@ def results_table(figure: dict, results: pd.DataFrame) -> list[str]:
                 cells.append("not run")
             elif st == "ok" and len(hit):
                 cells.append(f"{hit.value.mean():.3g}")
+            elif st == "overflow" and len(hit):  # drawn on the chart too, marked
+                cells.append(f"{hit.value.mean():.3g} (overflow)")
             else:
                 cells.append(str(st))
         lines.append(f"| {(spec or {}).get('label', series)} | " + " | ".join(cells) + " |")
@@ -80,7 +82,8 @@ def missing_points(figure: dict, results: pd.DataFrame, scale: str) -> list[str]
     result at all: a figure drawn without them must say so."""
     have = {(r.series, round(float(r.x), 9)) for r in
             results[results.scale == scale][["series", "x"]].drop_duplicates().itertuples()}
-    return [f"{series}__{x}" for series in figure["series"] for x in x_values(figure, scale)
+    return [Point(figure.get("id", ""), series, x_numeric(figure, x), x_label(x)).point_id
+            for series in figure["series"] for x in x_values(figure, scale)
             if (series, round(x_numeric(figure, x), 9)) not in have]
 
 

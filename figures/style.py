@@ -15,6 +15,11 @@ FAIL_LABELS = {"oom": "out of memory (scaled budget)", "timeout": "deadline pass
                "overflow": "overflow to disk", "error": "error"}
 
 
+def series_labels(figure: dict) -> dict[str, str]:
+    """Series name -> its legend label (the name itself when the figure gives none)."""
+    return {k: (v or {}).get("label", k) for k, v in figure["series"].items()}
+
+
 def series_colors(names: list[str]) -> dict[str, str]:
     """tab10 for the first ten series, then black and Dark2's darker shades (drawn dashed),
     so an eleventh series is not drawn in the first one's colour."""

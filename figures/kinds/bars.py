@@ -18,7 +18,14 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
-from figures.style import FAIL_LABELS, FAIL_MARKERS, footer_text, series_colors, y_kind_of
+from figures.style import (
+    FAIL_LABELS,
+    FAIL_MARKERS,
+    footer_text,
+    series_colors,
+    series_labels,
+    y_kind_of,
+)
 
 NO_VALUE = ("oom", "timeout", "error")
 
@@ -34,7 +41,7 @@ def _x_ticks(figure: dict, xs: list[float], results: pd.DataFrame) -> list[str]:
 def _panel(ax, figure: dict, results: pd.DataFrame, names: list[str], y: str, ylabel: str,
            logy: bool, colors: dict, paper: list[dict], paper_label: str,
            legend: str = "below") -> None:
-    labels = {k: v.get("label", k) for k, v in figure["series"].items()}
+    labels = series_labels(figure)
     sub = results[results.series.isin(names)]
     xs = sorted(sub["x"].dropna().unique())
     if not xs:

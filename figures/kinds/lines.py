@@ -20,20 +20,17 @@ from figures.style import (
     covering_series,
     footer_text,
     series_colors,
+    series_labels,
     series_linestyles,
     series_markers,
     y_kind_of,
 )
 
 
-def _labels(figure: dict) -> dict[str, str]:
-    return {k: v.get("label", k) for k, v in figure["series"].items()}
-
-
 def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: bool,
            colors: dict, paper: list[dict]) -> tuple[dict, dict[str, str]]:
     """Draw one metric; return each series' line and, per covered series, the one on top."""
-    labels = _labels(figure)
+    labels = series_labels(figure)
     styles = series_linestyles(list(figure["series"]))
     markers = series_markers(list(figure["series"]))
     status = results.groupby(["series", "x"])["status"].first()
@@ -99,7 +96,7 @@ def draw(figure: dict, results: pd.DataFrame):
             legend_lines = lines
         for name, top in on_top.items():
             covered.setdefault(name, {}).setdefault(top, []).append(i)
-    labels = _labels(figure)
+    labels = series_labels(figure)
     for name, tops in covered.items():
         if name in legend_lines:
             legend_lines[name].set_label(labels[name] + "".join(

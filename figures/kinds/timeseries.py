@@ -13,12 +13,12 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from figures.style import footer_text, series_colors, y_kind_of
+from figures.style import footer_text, series_colors, series_labels, y_kind_of
 
 
 def _lines(ax, figure: dict, data: pd.DataFrame, y: str, names: list[str], colors: dict,
            many_x: bool, style: str = "-") -> None:
-    labels = {k: v.get("label", k) for k, v in figure["series"].items()}
+    labels = series_labels(figure)
     xname = figure["x"].get("name", "x")
     sub = data[data.metric == y]
     xs = sorted(sub["x"].unique())

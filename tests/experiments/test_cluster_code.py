@@ -21,3 +21,19 @@ def test_the_project_zip_holds_every_package_and_is_named_by_its_content():
                    "datagen/chunks.py", "experiments/paths.py"):
         assert module in names
     assert project_zip() == path  # same sources, same name: built once
+
+
+def test_an_edited_source_gives_a_zip_of_another_name(tmp_path, monkeypatch):
+    import experiments.paths
+    from datagen.chunks import package_zip
+
+    monkeypatch.setattr(experiments.paths, "SCRATCH", tmp_path / "scratch")
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "mod.py").write_text("X = 1\n")
+    first = package_zip(pkg, name="t")
+    (pkg / "mod.py").write_text("X = 2\n")
+    second = package_zip(pkg, name="t")
+    assert first != second and first.exists() and second.exists()
+    assert first.parent == tmp_path / "scratch" / "pyfiles"
+    assert zipfile.ZipFile(second).read("pkg/mod.py") == b"X = 2\n"

@@ -117,10 +117,16 @@ def test_report_names_the_points_of_the_sweep_that_never_ran():
     assert missing_points({**figure, "series": {**figure["series"], "d": {}}}, results,
                           "small") == ["d__0.0", "d__1.0"]
     assert missing_points(figure, results, "tiny") == ["a__0.0", "b__0.0", "c__0.0"]
+    # named as the result file would be (an x of 16.0 is written as 16)
+    assert missing_points({**figure, "x": {"values": [16.0]}}, results, "small") == \
+        ["a__16", "b__16", "c__16"]
 
 
 def test_report_gives_a_figures_result_as_a_table_of_series_by_x():
     from experiments.report import results_table
+
+    over = results_table({"plot": {"y": "t"}, "series": {"c": {}}}, R.assign(status="overflow"))
+    assert over[4] == "| c | 5 (overflow) | not run | 5 (overflow) |"  # drawn on the chart too
 
     figure = {"plot": {"y": "t", "ylabel": "modeled time (s)"},
               "series": {"a": {"label": "A"}, "c": {"label": "C"}, "z": {}}}
@@ -129,3 +135,16 @@ def test_report_gives_a_figures_result_as_a_table_of_series_by_x():
     assert lines[4] == "| A | 1 | 2 | 3 |"
     assert lines[5] == "| C | oom | not run | oom |"  # failures by status; z never ran
     assert len(lines) == 7
+
+
+@pytest.mark.parametrize(("reduce", "expected"), [("min", "not met"), ("max", "met")])
+def test_a_ratio_over_denominators_that_all_ran_takes_the_fastest_or_the_slowest(reduce,
+                                                                                 expected):
+    """At x = 1: a = 3, b = 2, d = 6; a/min = 1.5 and a/max = 0.5 (against max: 1.0)."""
+    frame = _results({"a": {1.0: 3.0}, "b": {1.0: 2.0}, "d": {1.0: 6.0}})
+    check = {"type": "ratio", "metric": "t", "numerator": "a", "denominator": ["b", "d"],
+             "reduce": reduce, "max": 1.0}
+    [result] = evaluate([{"id": "T", "claim": "c", "check": check}], frame)
+    assert result.verdict == expected
+    assert result.measured == {"min": "a/min(b, d) at 1: 1.5 (smallest: 1: b)",
+                               "max": "a/max(b, d) at 1: 0.5 (largest: 1: d)"}[reduce]
