@@ -73,6 +73,13 @@ ALGORITHMS: dict[str, Algorithm] = {
                   ("inner",), "Squall STATICOPT: fixed grid optimal for the final sizes"),
         Algorithm("shj", "online", "squall", "joins.online.operators:shj", ("inner",),
                   "Parallel symmetric hash join, hash-partitioned on the key (equi only)"),
+        # The online engine's operators shared by the BiStream, DINER and D-CAPE papers
+        Algorithm("join_biclique", "online", "bistream", "joins.online.operators:join_biclique",
+                  ("inner",), "BiStream join-biclique: R units and S units, random routing, "
+                  "each tuple stored once and probing the other side"),
+        Algorithm("mjoin", "online", "diner", "joins.online.operators:mjoin", ("inner",),
+                  "MJoin: n-way symmetric hash join (DINER's baseline, D-CAPE's per-machine "
+                  "join)"),
     ]
 }
 

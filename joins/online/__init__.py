@@ -1,10 +1,12 @@
 """The online (streaming) join engine on Spark and the operators of the Squall paper.
 
-``run_stream`` is the one entry point: it reads R and S (pandas, Spark DataFrames or Parquet
-paths), orders their arrivals, runs an operator of the registry (kind "online") through the
-micro-batch engine (:mod:`joins.online.engine`) and returns exact per-micro-batch, per-worker
-counts, the epochs (mapping versions), a summary with modeled and local wall time, and
-optionally the result rows (``l_*`` = R's columns, ``r_*`` = S's columns).
+``run_stream`` is the one entry point: it reads two inputs R and S or any number of named
+inputs (pandas, Spark DataFrames or Parquet paths), orders their arrivals (by event time when
+given), runs an operator of the registry (kind "online") through the micro-batch engine
+(:mod:`joins.online.engine`) and returns exact per-micro-batch, per-worker counts, the epochs
+(layout versions), a summary with modeled and local wall time, and optionally the result rows
+(``l_*`` = R's columns, ``r_*`` = S's columns; ``<name>_*`` per input for named inputs) with
+the ``phase`` that produced each.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from joins.online.controller import ilf_opt
+from joins.online.controller import Static, ilf_opt
 from joins.online.cost import CostModel
 from joins.online.kernel import Equi
 
@@ -43,7 +45,22 @@ def _factory(operator):
     return registry.get(operator, "online").load()
 
 
-def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
+def _rescaled(policy, rescale):
+    """A static operator whose units change at given arrival numbers (``rescale=``)."""
+    from joins.online.controller import Scripted
+
+    if not rescale:
+        return policy
+    if not isinstance(policy, Static) or type(policy) is not Static:
+        raise ValueError("rescale= changes the units of a static operator by hand; this "
+                         "operator's controller decides its own layout")
+    changes = [(int(at), lambda lay, u=tuple(units): lay.rescale(u)) for at, units in rescale]
+    scripted = Scripted(policy.layout, changes)
+    scripted.program = getattr(policy, "program", "joiner")
+    return scripted
+
+
+def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | list = "key",
                band: float | None = None, order: str = "random", k: float | None = None,
                seed: int = 0, controller: str = "exact", batch_size: int = 50_000,
                memory_budget_tuples: int | None = None, spill: str = "charge",
@@ -52,9 +69,19 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
                partitions: int | None = None, checkpoint_every: int = 10,
                migration_rate: float = 2.0, order_params: dict | None = None,
                backend: str = "spark", transport: str = "broadcast",
-               predicate=None, **operator_params) -> StreamResult:
-    """Stream R and S through an online join operator on Spark.
+               predicate=None, inputs: dict | None = None, time: str | None = None,
+               tick: float | None = None, window: float | None = None,
+               rescale: list | None = None, **operator_params) -> StreamResult:
+    """Stream two inputs (``r``, ``s``) or any number (``inputs={name: data}``) through an
+    online join operator on Spark.
 
+    ``on``: one column shared by all inputs, or join edges ("A.x=B.x,B.y=C.y" or a list).
+    ``time``: an event-time column (numeric or timestamp) present in every input: arrivals
+    are ordered by (time, arrival number). ``tick``: cut micro-batches every ``tick`` units of
+    event time (empty ticks included) instead of every ``batch_size`` tuples. ``window``: join
+    only tuples whose event times differ by at most ``window``; older state expires.
+    ``rescale``: [(arrival number, units), ...] changes a static operator's units there
+    (a joiner count for grid and hash layouts, (R units, S units) for a join-biclique).
     ``partitions``: Spark partitions holding the J logical workers (default: the
     application's cores, at most J; about one per core is the efficient shape).
     ``migration_rate``: migrated tuples a worker takes per new tuple it receives (Thm 4.4: 2).
@@ -69,7 +96,7 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
     charged (``spill="charge"``), also really written to local disk (``spill="disk"``), or
     evicted to disk with a clean-up phase after the stream (``spill="evict"``, D-CAPE).
     """
-    from joins.online import source
+    from joins.online import programs, source
     from joins.online.engine import Engine
     from joins.online.worker import RunConfig
 
@@ -79,16 +106,40 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
         raise ValueError(f"spill must be charge, disk or evict, got {spill!r}")
     if band is not None and band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
+    if window is not None and not window >= 0:
+        raise ValueError(f"window must be >= 0, got {window}")
     if predicate is not None and band is not None:
         raise ValueError("give band= or predicate=, not both")
+    if inputs is not None:
+        if r is not None or s is not None:
+            raise ValueError("give r= and s=, or inputs=, not both")
+        if len(inputs) < 2:
+            raise ValueError("a join needs at least two inputs")
+        names = list(inputs)
+        prefixes = [f"{nm}_" for nm in names]
+        data = list(inputs.values())
+    else:
+        names, prefixes, data = ["R", "S"], ["l_", "r_"], [r, s]
+    graph = source.JoinGraph.parse(names, on)
     factory = _factory(operator)
     cost = cost or CostModel()
-    rel_r = source.load(spark, r, on, "R")
-    rel_s = source.load(spark, s, on, "S")
-    stream = source.build_stream(rel_r, rel_s, order=order, seed=seed, k=k, band=band,
-                                 order_params=order_params)
+    rels = [source.load(spark, d, list(graph.slots[i]), names[i], time)
+            for i, d in enumerate(data)]
+    stream = source.build_stream(rels, order=order, seed=seed, k=k, band=band,
+                                 order_params=order_params, graph=graph)
+    extra = {"graph": graph} if "graph" in signature_params(factory) else {}
     policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
-                     band=band, **operator_params)
+                     band=band, **extra, **operator_params)
+    policy = _rescaled(policy, rescale)
+    program = programs.load(getattr(policy, "program", "joiner"))()
+    if program.inputs is not None and program.inputs != len(names):
+        raise ValueError(f"operator {operator!r} joins {program.inputs} inputs, got "
+                         f"{len(names)}; use mjoin for more")
+    if not graph.shared and program.name != "mjoin":
+        raise ValueError("a join on several attributes (edges) needs operator=mjoin")
+    if spill not in program.spill_modes:
+        raise ValueError(f"the {program.name} program supports spill="
+                         f"{'|'.join(program.spill_modes)}, not {spill!r}")
     if predicate is not None and not isinstance(predicate, Equi) and \
             policy.layout.kind == "hash":
         raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "
@@ -104,26 +155,53 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
     cfg = RunConfig(band=band, predicate=predicate, want_pairs=collect_output,
                     pairs_dir=str(pairs_dir) if pairs_dir else None,
                     budget_tuples=memory_budget_tuples, spill=spill,
-                    spill_dir=str(spill_dir) if spill_dir else None)
+                    spill_dir=str(spill_dir) if spill_dir else None, window=window,
+                    program=program, inputs=len(names), edges=graph.edges)
     engine = Engine(spark, stream, policy, batch_size=batch_size, partitions=parts, config=cfg,
                     migration_rate=migration_rate, checkpoint_every=checkpoint_every,
                     progress=progress, backend=backend,
-                    transport=transport)
+                    transport=transport, tick=tick)
     res = engine.run()
     if spill_dir is not None:
         shutil.rmtree(spill_dir, ignore_errors=True)
-    metrics = _with_cost(res.metrics, cost)
+    metrics = _with_cost(_named(res.metrics, names), cost)
     summary = _summary(metrics, res, stream, policy, cost, joiners, memory_budget_tuples)
     summary.update(operator=operator if isinstance(operator, str) else
                    getattr(operator, "__name__", "custom"), on=on, band=band, order=order, k=k, seed=seed,
-                   controller=controller, batch_size=batch_size, spill=spill)
+                   controller=controller, batch_size=batch_size, spill=spill, window=window,
+                   tick=tick, inputs=names, program=program.name)
     out_df = None
     if collect_output:
-        out_df = _pandas_output(rel_r, rel_s, *res.pairs)
+        out_df = _pandas_output(rels, prefixes, res.pairs, res.phases)
     if output is not None:
-        _write_output(spark, rel_r, rel_s, pairs_dir, Path(output))
+        _write_output(spark, rels, prefixes, pairs_dir, Path(output))
         shutil.rmtree(pairs_dir, ignore_errors=True)
     return StreamResult(metrics, res.epochs, summary, out_df, res.decisions)
+
+
+def signature_params(fn) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(fn).parameters)
+
+
+def _named(m: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Per-input columns named after the inputs (``store_received_R``, ``stored_C``...); a
+    program without R/S stores reports ``r_stored`` (input 0) and ``s_stored`` (the rest)."""
+    if m.empty:
+        return m
+    ren = {}
+    for c in m.columns:
+        if "@" in c:
+            base, _, i = c.partition("@")
+            ren[c] = f"{base}_{names[int(i)]}"
+    m = m.rename(columns=ren)
+    if "r_stored" not in m.columns:
+        m["r_stored"] = m[f"stored_{names[0]}"]
+        m["s_stored"] = m[[f"stored_{nm}" for nm in names[1:]]].sum(axis=1)
+    if "pending" not in m.columns:
+        m["pending"] = 0
+    return m
 
 
 def executor_cores(spark) -> int:
@@ -219,25 +297,26 @@ def _summary(m, res, stream, policy, cost, joiners, budget) -> dict:
     return out
 
 
-def _pandas_output(rel_r, rel_s, r_tid: np.ndarray, s_tid: np.ndarray) -> pd.DataFrame:
+def _pandas_output(rels, prefixes, tids: tuple[np.ndarray, ...], phases) -> pd.DataFrame:
     from joins.online.source import TID
 
-    def frame(rel):
+    parts = []
+    for rel, prefix, t in zip(rels, prefixes, tids, strict=True):
         if rel.frame is not None:
-            return rel.frame
-        f = rel.sdf.toPandas().set_index(TID).sort_index()
-        return f
+            f = rel.frame.iloc[t]
+        else:
+            f = rel.sdf.toPandas().set_index(TID).sort_index().loc[t]
+        f = f.reset_index(drop=True)
+        f.columns = [prefix + c for c in f.columns]
+        parts.append(f)
+    out = pd.concat(parts, axis=1)
+    out["phase"] = np.asarray(phases, dtype=object) if len(out) else pd.Series([], dtype=object)
+    return out
 
-    fr, fs = frame(rel_r), frame(rel_s)
-    left = (fr.iloc[r_tid] if rel_r.frame is not None else fr.loc[r_tid]).reset_index(drop=True)
-    right = (fs.iloc[s_tid] if rel_s.frame is not None else fs.loc[s_tid]).reset_index(drop=True)
-    left.columns = ["l_" + c for c in left.columns]
-    right.columns = ["r_" + c for c in right.columns]
-    return pd.concat([left, right], axis=1)
 
-
-def _write_output(spark, rel_r, rel_s, pairs_dir: Path, output: Path) -> None:
-    """Result rows as Parquet: pairs of tids joined back to both relations' columns."""
+def _write_output(spark, rels, prefixes, pairs_dir: Path, output: Path) -> None:
+    """Result rows as Parquet: tid tuples joined back to every input's columns (late
+    materialisation), with the phase that produced each row."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
@@ -251,16 +330,17 @@ def _write_output(spark, rel_r, rel_s, pairs_dir: Path, output: Path) -> None:
                                  preserve_index=False)
         return spark.createDataFrame(t)
 
+    n = len(rels)
     if any(pairs_dir.glob("*.parquet")):
-        pairs = spark.read.parquet(str(pairs_dir))
+        out = spark.read.parquet(str(pairs_dir))
     else:
-        pairs = spark.createDataFrame([], "r_tid long, s_tid long")
-    left, right = sdf(rel_r), sdf(rel_s)
-    lcols = [c for c in left.columns if c != TID]
-    rcols = [c for c in right.columns if c != TID]
-    lp = prefixed(left.select(TID, *lcols), "l_")
-    rp = prefixed(right.select(TID, *rcols), "r_")
-    out = (pairs.join(lp, pairs["r_tid"] == lp["l_" + TID])
-           .join(rp, pairs["s_tid"] == rp["r_" + TID])
-           .select(*[F.col("l_" + c) for c in lcols], *[F.col("r_" + c) for c in rcols]))
-    out.write.mode("overwrite").parquet(str(output))
+        out = spark.createDataFrame([], ", ".join(f"tid_{i} long" for i in range(n)) +
+                                    ", phase string")
+    cols = []
+    for i, (rel, prefix) in enumerate(zip(rels, prefixes, strict=True)):
+        side = sdf(rel)
+        names = [c for c in side.columns if c != TID]
+        sp = prefixed(side.select(TID, *names), prefix)
+        out = out.join(sp, out[f"tid_{i}"] == sp[prefix + TID])
+        cols += [F.col(prefix + c) for c in names]
+    out.select(*cols, F.col("phase")).write.mode("overwrite").parquet(str(output))

@@ -57,6 +57,7 @@ class Policy:
 
     layout: Layout
     warmup: int = 0
+    program: str = "joiner"  # the worker program (joins.online.programs) the operator runs
 
     def scan(self, is_r: np.ndarray, seq0: int) -> int | None:
         """Index of the first tuple (of ``is_r``, starting at sequence ``seq0``) where the
@@ -76,10 +77,11 @@ class Policy:
 
 
 class Static(Policy):
-    """A fixed layout (STATICMID, STATICOPT, SHJ)."""
+    """A fixed layout (STATICMID, STATICOPT, SHJ, MJoin)."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(self, layout: Layout, program: str = "joiner") -> None:
         self.layout = layout
+        self.program = program
 
 
 class DynamicGrid(Policy):

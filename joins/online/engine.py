@@ -13,6 +13,12 @@ state side is never shuffled; only new tuples and migrated tuples move. Each par
 several logical workers. The per-worker reports come back through an accumulator keyed by
 (batch, partition) (idempotent under task retries), so the driver never deserialises state.
 Lineage is cut by ``localCheckpoint`` every few micro-batches.
+
+Time: micro-batches are cut by tuple count (``batch_size``) or by event-time ticks (``tick``;
+empty ticks included, so a per-tick series has every tick). Several ticks share one Spark step
+when no controller decision can fall between them (a static policy): the step still reports
+per tick. A report of another step (a recomputed older task after an executor loss) is
+ignored; each partition counts once.
 """
 
 from __future__ import annotations
@@ -28,7 +34,16 @@ from joins.online import migration
 from joins.online.controller import Decision, Policy, Static
 from joins.online.layouts import Layout
 from joins.online.source import Stream
-from joins.online.worker import Chunk, Cleanup, Deliveries, Migrate, RunConfig, step
+from joins.online.worker import (
+    Chunk,
+    Cleanup,
+    CleanupGather,
+    Deliveries,
+    Migrate,
+    RunConfig,
+    TickEnd,
+    step,
+)
 
 
 def _pid_of(k: int) -> int:
@@ -87,12 +102,18 @@ class EngineResult:
     partitions: int
     batch_of_tuple: np.ndarray = field(repr=False, default=None)
     epoch_starts: list = field(default_factory=list)
+    phases: list = field(default_factory=list)  # phase of each pairs array (want_pairs)
 
 
-def _deliveries(stream: Stream, layout: Layout, s0: int, s1: int, parts: int
+def _deliveries(stream: Stream, layout: Layout, s0: int, s1: int, parts: int,
+                moving_from: Layout | None = None
                 ) -> tuple[list[Deliveries | None], np.ndarray]:
     """Route tuples [s0, s1) by ``layout``: per-partition deliveries and per-worker counts."""
-    t, w, role = layout.route(stream.is_r[s0:s1], stream.key[s0:s1], stream.u[s0:s1])
+    if moving_from is not None:
+        t, w, role = layout.route_moving(moving_from, stream.is_r[s0:s1], stream.key[s0:s1],
+                                         stream.u[s0:s1])
+    else:
+        t, w, role = layout.route(stream.is_r[s0:s1], stream.key[s0:s1], stream.u[s0:s1])
     t = t + s0
     p = w % parts
     order = np.lexsort((t, w, p))
@@ -102,22 +123,104 @@ def _deliveries(stream: Stream, layout: Layout, s0: int, s1: int, parts: int
     for i in range(parts):
         sl = slice(bounds[i], bounds[i + 1])
         tt = t[sl]
-        out.append(Deliveries(w[sl], stream.is_r[tt], stream.key[tt], stream.tid[tt], tt,
-                              stream.u[tt], role[sl]) if len(tt) else None)
+        out.append(Deliveries(w[sl], stream.rel[tt], stream.key[tt], stream.tid[tt], tt,
+                              stream.u[tt], role[sl],
+                              None if stream.time is None else stream.time[tt],
+                              None if stream.attrs is None else stream.attrs[tt])
+                   if len(tt) else None)
     return out, np.bincount(w, minlength=1)
+
+
+@dataclass
+class _Tick:
+    index: int
+    a: int  # tuples [a, b)
+    b: int
+    t0: float = float("nan")
+    t1: float = float("nan")
+
+
+class Ticks:
+    """The run's ticks: count-cut (one per step, cut by the engine) or event-time ticks of
+    width ``tick`` from the first tuple's time, empty ones included."""
+
+    def __init__(self, stream: Stream, tick: float | None) -> None:
+        self.tick = tick
+        self.bounds = None
+        if tick is not None:
+            if stream.time is None:
+                raise ValueError("tick= needs an event-time column (time=)")
+            if not tick > 0:
+                raise ValueError(f"tick must be > 0, got {tick}")
+            if len(stream):
+                t = stream.time
+                self.origin = float(t[0])
+                idx = np.floor((t - self.origin) / tick).astype(np.int64)
+                count = int(idx[-1]) + 1
+                self.bounds = np.searchsorted(idx, np.arange(count + 1))
+            else:
+                self.origin, self.bounds = 0.0, np.zeros(1, np.int64)
+
+    @property
+    def count(self) -> int:
+        """Event-time ticks of the stream (0 for count-cut micro-batches)."""
+        return 0 if self.bounds is None else len(self.bounds) - 1
+
+    def get(self, k: int) -> _Tick:
+        t0 = self.origin + k * self.tick
+        return _Tick(k, int(self.bounds[k]), int(self.bounds[k + 1]), t0, t0 + self.tick)
+
+
+def _tick_end(stream: Stream, step_index: int, t: _Tick) -> TickEnd:
+    """A tick's end; the watermark is the event time of its last tuple (arrivals are in time
+    order, so no later tuple is earlier)."""
+    idx = step_index if t.index < 0 else t.index
+    wm = float(stream.time[t.b - 1]) if stream.time is not None and t.b > 0 else float("-inf")
+    return TickEnd(idx, t.b - 1, wm, t.t0, t.t1)
+
+
+def _interleave(ops: list, ticks: list[_Tick], stream: Stream, mark) -> list:
+    """Cut the step's segments at tick ends and put each tick's TickEnd where it ends."""
+    out: list = []
+    pending = list(ticks)
+
+    def flush(upto: int) -> None:
+        while pending and pending[0].b <= upto:
+            out.append(mark(pending.pop(0)))
+
+    for op in ops:
+        if isinstance(op, tuple):
+            s0, s1 = op[0], op[1]
+            flush(s0)
+            while pending and s0 < pending[0].b <= s1:
+                b = pending[0].b
+                out.append((s0, b, *op[2:]))
+                flush(b)
+                s0 = b
+            if s0 < s1:
+                out.append((s0, s1, *op[2:]))
+        else:
+            if isinstance(op, Migrate):
+                flush(op.start)
+            out.append(op)
+    flush(np.iinfo(np.int64).max)
+    return out
 
 
 class Engine:
     def __init__(self, spark, stream: Stream, policy: Policy, *, batch_size: int,
                  partitions: int, config: RunConfig, migration_rate: float = 2.0,
                  checkpoint_every: int = 10, progress: bool = True,
-                 backend: str = "spark", transport: str = "broadcast") -> None:
+                 backend: str = "spark", transport: str = "broadcast",
+                 tick: float | None = None) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         if backend not in ("spark", "local"):
             raise ValueError(f"backend must be spark or local, got {backend!r}")
         if transport not in ("broadcast", "shuffle"):
             raise ValueError(f"transport must be broadcast or shuffle, got {transport!r}")
+        if config.window is not None and stream.time is None:
+            raise ValueError("window= needs an event-time column (time=)")
         self.backend, self.transport = backend, transport
         self._broadcasts: list = []
         self._old_broadcasts: list = []
@@ -125,7 +228,7 @@ class Engine:
         self.spark, self.stream, self.policy = spark, stream, policy
         self.bs, self.P, self.cfg = batch_size, partitions, config
         self.rate, self.ckpt_every, self.progress = migration_rate, checkpoint_every, progress
-
+        self.ticks = Ticks(stream, tick)
     def _spark_step(self, prev, chunks, prev_sent: bool, acc):
         if self.transport == "broadcast":
             return self._spark_step_bc(prev, chunks, prev_sent, acc)
@@ -171,6 +274,28 @@ class Engine:
             recs = ([(p, self._local[p])] if p in self._local else []) + [(p, chunk)] + mail[p]
             new = step(p, recs, report)
             self._local[p] = pickle.loads(pickle.dumps(new, protocol=pickle.HIGHEST_PROTOCOL))
+            if self.fail_local is not None:
+                self.fail_local(chunk.batch, p, recs, report)
+
+    fail_local = None  # tests: called after each local partition step (fault injection)
+
+    def _static(self) -> bool:
+        """No controller decision can fall inside a step: ticks may share one."""
+        pol = self.policy
+        return type(pol).scan is Policy.scan and type(pol).after_batch is Policy.after_batch
+
+    def _plan_ticks(self, tick_next: int, pos: int) -> tuple[list[_Tick], int]:
+        """The ticks of the next step and its end tuple."""
+        if self.ticks.tick is None:
+            z = min(len(self.stream), pos + self.bs)
+            return [_Tick(-1, pos, z)], z
+        group = [self.ticks.get(tick_next)]
+        if self._static():
+            while tick_next + len(group) < self.ticks.count and \
+                    group[-1].b - group[0].a < self.bs and \
+                    self.ticks.bounds[tick_next + len(group) + 1] - group[0].a <= self.bs:
+                group.append(self.ticks.get(tick_next + len(group)))
+        return group, group[-1].b
 
     def run(self) -> EngineResult:
         from pyspark import StorageLevel
@@ -181,9 +306,13 @@ class Engine:
         else:
             acc = _LocalReport()
         n = len(st)
-        cum_r = np.concatenate([[0], np.cumsum(st.is_r)])
+        n_in = self.cfg.inputs
+        cum = np.zeros((n_in, n + 1), np.int64)
+        for i in range(n_in):
+            cum[i, 1:] = np.cumsum(st.rel == i)
         layout = pol.layout
-        epoch, pos, b = 0, 0, 0
+        old_layout: Layout | None = None  # while a handoff move runs: the layout moved from
+        epoch, pos, b, tick_next = 0, 0, 0, 0
         transfer: migration.Transfer | None = None
         finalize_next = False
         boundary: Decision | None = None
@@ -192,7 +321,8 @@ class Engine:
                        migration_end_batch=0)]
         decisions: list[dict] = []
         rows: list[dict] = []
-        pairs_r, pairs_s = [], []
+        pairs: list[tuple] = []
+        phases: list[str] = []
         prev, prev_sent, last_ckpt = None, False, None
         t_start = time.perf_counter()
         bar = None
@@ -202,10 +332,15 @@ class Engine:
             bar = tqdm(total=n, unit="tuple", desc="stream", leave=False)
 
         def start_migration(old: Layout, new: Layout, at: int, info: dict, ops: list) -> None:
-            nonlocal transfer, epoch
-            ops.append(Migrate(old, new, at))
-            planned = migration.plan(old, new, st.is_r[:at], st.key[:at], st.u[:at])
-            transfer = migration.Transfer(planned)
+            nonlocal transfer, epoch, old_layout
+            mode = new.move_mode
+            ops.append(Migrate(old, new, at, mode))
+            if mode == "rejoin":
+                planned = migration.plan(old, new, st.is_r[:at], st.key[:at], st.u[:at])
+                transfer = migration.Transfer(planned, mode)
+            else:
+                transfer = migration.Transfer(None, mode)  # the executors report what moves
+                old_layout = old if mode == "handoff" else None
             epoch += 1
             epochs.append(dict(epoch=epoch, start_tuple=at, start_batch=b, n=new.mapping[0],
                                m=new.mapping[1], joiners=new.joiners,
@@ -213,23 +348,53 @@ class Engine:
 
         cleanup = self.cfg.spill == "evict"
         if cleanup and not isinstance(pol, Static):
-            raise ValueError("spill='evict' (clean-up phase) supports static operators only")
-        while pos < n or transfer is not None or boundary is not None or cleanup:
+            raise ValueError("spill='evict' (clean-up phase) supports static layouts and "
+                             "relocation only")
+        if cleanup and pol.layout.kind == "biclique":
+            raise ValueError("spill='evict' needs a layout where each pair meets at one worker "
+                             "(grid or hash); a join-biclique stores R and S apart")
+        gather = False
+        while pos < n or transfer is not None or boundary is not None or cleanup or \
+                tick_next < self.ticks.count:
             t0 = time.perf_counter()
-            z = min(n, pos + self.bs)
+            if pos < n or tick_next < self.ticks.count:
+                ticks, z = self._plan_ticks(tick_next, pos)
+            else:  # after the stream (moves draining, clean-up): a tick of its own
+                extra = -1 if self.ticks.tick is None else max(self.ticks.count, tick_next)
+                ticks, z = [_Tick(extra, pos, pos)], pos
+                if self.ticks.tick is not None:
+                    tick_next = extra + 1
             ops: list = []
-            if pos >= n and transfer is None and boundary is None:
-                ops.append(Cleanup())  # the stream ended: the clean-up phase of evicted state
-                cleanup = False
+            tail: list = []  # a boundary move: after the step's deliveries
+            drain = False
+            if pos >= n and transfer is None and boundary is None and \
+                    tick_next >= self.ticks.count:
+                if gather or len(epochs) == 1:
+                    ops.append(Cleanup())  # the stream ended: the clean-up of evicted state
+                    cleanup = False
+                else:
+                    ops.append(CleanupGather(layout))  # evicted state meets its partners
+                    gather = True
             finalize = None
             if finalize_next:
                 finalize, transfer, finalize_next = layout, None, False
+                old_layout = None
                 epochs[-1]["migration_end_batch"] = b
             seg0 = pos
             if boundary is not None and transfer is None:
-                start_migration(layout, boundary.layout, pos, boundary.info, ops)
+                if boundary.layout.move_mode == "boundary":
+                    # D-CAPE's protocol: the step routes by the old layout; the move follows
+                    # its deliveries, whole, so nothing arrives while state is in flight
+                    start_migration(layout, boundary.layout, z, boundary.info, tail)
+                    drain = True
+                else:
+                    start_migration(layout, boundary.layout, pos, boundary.info, ops)
                 decisions.append(dict(at=pos, migrated=True, **boundary.info))
-                layout, boundary = boundary.layout, None
+                new_layout, boundary = boundary.layout, None
+                if not drain:
+                    layout = new_layout
+            else:
+                new_layout = None
             a = pos
             while a < z and transfer is None:
                 f = pol.scan(st.is_r[a:z], a)
@@ -239,8 +404,21 @@ class Engine:
                 dec = pol.decide(a + f)
                 decisions.append(dict(at=a + f, migrated=dec.layout is not None, **dec.info))
                 if dec.layout is not None:
+                    if dec.layout.move_mode == "boundary":
+                        # cut the step at the trigger (count-cut) or the end of its tick
+                        cut = a + f
+                        if self.ticks.tick is not None:
+                            k = int(np.searchsorted(self.ticks.bounds, a + f, "right")) - 1
+                            ticks = [t for t in ticks if t.index <= k]
+                            cut = ticks[-1].b
+                        else:
+                            ticks = [_Tick(-1, pos, cut)]
+                        z = cut
+                        start_migration(layout, dec.layout, z, dec.info, tail)
+                        drain, new_layout = True, dec.layout
+                        break
                     if a + f > seg0:
-                        ops.append((seg0, a + f, layout))
+                        ops.append((seg0, a + f, layout, old_layout))
                     start_migration(layout, dec.layout, a + f, dec.info, ops)
                     layout, seg0 = dec.layout, a + f
                 a = a + f + 1
@@ -249,16 +427,21 @@ class Engine:
             if hasattr(pol, "count_groups"):
                 pol.count_groups(st.key[pos:z])
             if z > seg0:
-                ops.append((seg0, z, layout))
+                ops.append((seg0, z, layout, old_layout))
+
+            ops = _interleave(ops, ticks, st, partial(_tick_end, st, b))
+            if tail:  # the boundary move goes right before the step's last tick end
+                last = max(i for i, op in enumerate(ops) if isinstance(op, TickEnd))
+                ops[last:last] = tail
             # route the segments
             per_part: list[list] = [[] for _ in range(P)]
             received = np.zeros(0, dtype=np.int64)  # new deliveries per worker id
             for op in ops:
-                if isinstance(op, (Migrate, Cleanup)):
+                if not isinstance(op, tuple):
                     for p in range(P):
                         per_part[p].append(op)
                     continue
-                dl, cnt = _deliveries(st, op[2], op[0], op[1], P)
+                dl, cnt = _deliveries(st, op[2], op[0], op[1], P, op[3])
                 size = max(len(received), len(cnt))
                 received = np.pad(received, (0, size - len(received))) + \
                     np.pad(cnt, (0, size - len(cnt)))
@@ -266,7 +449,7 @@ class Engine:
                     if dl[p] is not None:
                         per_part[p].append(dl[p])
             quotas: dict = {}
-            if transfer is not None and not finalize_next:
+            if transfer is not None and not finalize_next and not drain:
                 if z >= n:
                     quotas = transfer.release(None)  # the stream ended: drain the rest
                 else:
@@ -276,11 +459,11 @@ class Engine:
                         own = received[w] if w < len(received) else 0
                         cap[int(w)] = self.rate * max(own, mean)
                     quotas = transfer.release(cap)
-                if transfer.done:
-                    finalize_next = True
-            report_workers = layout.workers
+            report_workers = np.union1d(layout.workers, new_layout.workers) \
+                if drain else layout.workers
             chunks = [Chunk(b, self.cfg, per_part[p], quotas, finalize,
-                            tuple(int(w) for w in report_workers if w % P == p), P, z - 1)
+                            tuple(int(w) for w in report_workers if w % P == p), P, z - 1,
+                            drain)
                       for p in range(P)]
             if self.backend == "local":
                 self._local_step(chunks, acc)
@@ -294,7 +477,9 @@ class Engine:
                 new.localCheckpoint()
             if new is not None:
                 new._jrdd.count()  # runs the step; reports arrive through the accumulator
-            reports = acc.value
+            # a recomputed task of an older step (after an executor loss) reports again:
+            # only this step's reports count, each partition once
+            reports = {k: v for k, v in acc.value.items() if k[0] == b}
             acc.value = {}
             if ckpt or b == 0:
                 # broadcasts of batches before a checkpoint are out of every later lineage
@@ -308,21 +493,37 @@ class Engine:
                 if last_ckpt is not None:
                     last_ckpt.unpersist()
                 last_ckpt = new
-            prev, prev_sent = new, bool(quotas)
             wall = time.perf_counter() - t0
-            r_seen, s_seen = int(cum_r[z]), int(z - cum_r[z])
-            first_row = len(rows)
-            for (_, pid), payload in sorted(reports.items()):
-                for row in payload["rows"]:
-                    rows.append(dict(batch=b, epoch=epoch, n=layout.mapping[0],
-                                     m=layout.mapping[1], r_seen=r_seen, s_seen=s_seen,
-                                     tuples=z - pos, migrating=transfer is not None,
-                                     batch_wall_seconds=wall, partition=pid, **row))
-                if "pairs" in payload:
-                    pairs_r.append(payload["pairs"][0])
-                    pairs_s.append(payload["pairs"][1])
             if len(reports) != P:
                 raise RuntimeError(f"batch {b}: {len(reports)} of {P} partitions reported")
+            first_row = len(rows)
+            outboxes: dict = {}
+            sent = 0
+            for (_, pid), payload in sorted(reports.items()):
+                for row in payload["rows"]:
+                    k = row.pop("tick")
+                    tk = next((t for t in ticks if (b if t.index < 0 else t.index) == k), None)
+                    a0, b0 = (tk.a, tk.b) if tk is not None else (pos, z)
+                    seen = {f"seen@{i}": int(cum[i, b0]) for i in range(n_in)}
+                    rows.append(dict(batch=k, step=b, epoch=epoch, n=layout.mapping[0],
+                                     m=layout.mapping[1], r_seen=seen["seen@0"],
+                                     s_seen=int(b0 - seen["seen@0"]), tuples=b0 - a0,
+                                     migrating=transfer is not None,
+                                     batch_wall_seconds=wall, partition=pid, **seen, **row))
+                    sent += row["sent"]
+                outboxes.update(payload["outboxes"])
+                for ph, tids in payload.get("pairs", {}).items():
+                    pairs.append(tuple(tids))
+                    phases.append(ph)
+            if transfer is not None and not finalize_next:
+                transfer.sync(outboxes, sent)
+                if transfer.done:
+                    finalize_next = True
+                    epochs[-1]["migration_tuples"] = transfer.sent
+            prev_sent = sent > 0 or bool(quotas)
+            prev = new
+            if drain:
+                layout = new_layout
             uses_stats = type(pol).after_batch is not Policy.after_batch
             if uses_stats and transfer is None and boundary is None and z < n:
                 dec = pol.after_batch(pd.DataFrame(rows[first_row:]), z)
@@ -333,6 +534,8 @@ class Engine:
                         decisions.append(dict(at=z, migrated=False, **dec.info))
             if bar is not None:
                 bar.update(z - pos)
+            if self.ticks.tick is not None and ticks[0].index < self.ticks.count:
+                tick_next += len(ticks)
             pos, b = z, b + 1
         if bar is not None:
             bar.close()
@@ -343,9 +546,14 @@ class Engine:
         for bc in self._old_broadcasts + self._broadcasts:
             bc.destroy()
         metrics = pd.DataFrame(rows)
-        pairs = None
+        out_pairs = None
         if self.cfg.want_pairs:
-            pairs = (np.concatenate(pairs_r) if pairs_r else np.zeros(0, np.int64),
-                     np.concatenate(pairs_s) if pairs_s else np.zeros(0, np.int64))
-        return EngineResult(metrics, pd.DataFrame(epochs), pd.DataFrame(decisions), pairs,
-                            time.perf_counter() - t_start, P)
+            out_pairs = tuple(np.concatenate([p[k] for p in pairs]) if pairs
+                              else np.zeros(0, np.int64) for k in range(n_in))
+        res = EngineResult(metrics, pd.DataFrame(epochs), pd.DataFrame(decisions), out_pairs,
+                           time.perf_counter() - t_start, P)
+        if self.cfg.want_pairs:
+            res.phases = np.concatenate([np.full(len(p[0]), ph) for p, ph in
+                                         zip(pairs, phases, strict=True)]) if pairs \
+                else np.zeros(0, str)
+        return res

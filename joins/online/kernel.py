@@ -72,21 +72,25 @@ def as_predicate(predicate: Predicate | float | None) -> Predicate:
 
 class SideStore:
     """Stored tuples of one relation at one joiner: key (sorted, NaN last), tuple id, arrival
-    sequence number and routing coordinate u (needed to recompute placements on migration)."""
+    sequence number, routing coordinate u (needed to recompute placements on migration) and,
+    in event-time runs only, the event time ``ts`` (None otherwise: no bytes spent on it)."""
 
-    __slots__ = ("key", "tid", "seq", "u", "nvalid")
+    __slots__ = ("key", "tid", "seq", "u", "nvalid", "ts")
 
     def __init__(self, key=EMPTY_F, tid=EMPTY_I, seq=EMPTY_I, u=EMPTY_U, nvalid: int | None = None,
-                 *, presorted: bool = False) -> None:
+                 *, presorted: bool = False, ts: np.ndarray | None = None) -> None:
         key = np.asarray(key, np.float64)
         if not presorted:
             order = np.argsort(key, kind="stable")
             key, tid, seq, u = key[order], np.asarray(tid)[order], np.asarray(seq)[order], \
                 np.asarray(u)[order]
+            if ts is not None:
+                ts = np.asarray(ts)[order]
         self.key = key
         self.tid = np.asarray(tid, np.int64)
         self.seq = np.asarray(seq, np.int64)
         self.u = np.asarray(u, np.uint32)
+        self.ts = None if ts is None else np.asarray(ts, np.float64)
         self.nvalid = int(np.count_nonzero(~np.isnan(key))) if nvalid is None else nvalid
 
     def __len__(self) -> int:
@@ -98,6 +102,7 @@ class SideStore:
             return
         if not len(self):
             self.key, self.tid, self.seq, self.u = other.key, other.tid, other.seq, other.u
+            self.ts = other.ts
             self.nvalid = other.nvalid
             return
         pos = np.searchsorted(self.key[: self.nvalid], other.key[: other.nvalid], side="right")
@@ -106,12 +111,25 @@ class SideStore:
         self.tid = np.insert(self.tid, pos, other.tid)
         self.seq = np.insert(self.seq, pos, other.seq)
         self.u = np.insert(self.u, pos, other.u)
+        if self.ts is not None:
+            self.ts = np.insert(self.ts, pos, other.ts)
         self.nvalid += other.nvalid
 
     def select(self, mask: np.ndarray) -> SideStore:
         """The subset (still sorted)."""
         return SideStore(self.key[mask], self.tid[mask], self.seq[mask], self.u[mask],
-                         int(np.count_nonzero(mask[: self.nvalid])), presorted=True)
+                         int(np.count_nonzero(mask[: self.nvalid])), presorted=True,
+                         ts=None if self.ts is None else self.ts[mask])
+
+    @staticmethod
+    def concat(stores: list[SideStore]) -> SideStore:
+        """One store of several (re-sorted)."""
+        stores = [x for x in stores if len(x)] or stores[:1] or [SideStore()]
+        ts = None if stores[0].ts is None else np.concatenate([x.ts for x in stores])
+        return SideStore(np.concatenate([x.key for x in stores]),
+                         np.concatenate([x.tid for x in stores]),
+                         np.concatenate([x.seq for x in stores]),
+                         np.concatenate([x.u for x in stores]), ts=ts)
 
     def head(self, k: int) -> tuple[SideStore, SideStore]:
         """(first k tuples, the rest) in a deterministic order (for rate-limited sending)."""
@@ -146,43 +164,43 @@ def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ProbeResult:
-    """Output of probing: an exact count, and the (r_tid, s_tid) pairs when asked for."""
+    """Output of probing: an exact count, and the result rows as tid tuples (one array per
+    input: (r_tid, s_tid) for two inputs) when asked for."""
 
-    __slots__ = ("count", "r", "s")
+    __slots__ = ("count", "rows")
 
     def __init__(self) -> None:
         self.count = 0
-        self.r: list[np.ndarray] = []
-        self.s: list[np.ndarray] = []
+        self.rows: list[tuple[np.ndarray, ...]] = []
 
-    def add(self, n: int, r_tid: np.ndarray | None = None, s_tid: np.ndarray | None = None) -> None:
+    def add(self, n: int, *tids: np.ndarray) -> None:
         self.count += int(n)
-        if r_tid is not None and len(r_tid):
-            self.r.append(r_tid)
-            self.s.append(s_tid)
+        if tids and tids[0] is not None and len(tids[0]):
+            self.rows.append(tids)
 
-    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        if not self.r:
-            return EMPTY_I, EMPTY_I
-        return np.concatenate(self.r), np.concatenate(self.s)
+    def pairs(self, width: int = 2) -> tuple[np.ndarray, ...]:
+        if not self.rows:
+            return tuple(EMPTY_I for _ in range(width))
+        return tuple(np.concatenate([r[k] for r in self.rows]) for k in range(width))
 
 
 def probe(store: SideStore, probes: SideStore, probes_are_r: bool,
           predicate: Predicate | float | None, out: ProbeResult, want_pairs: bool, *,
           stored_seq_min: int | None = None,
-          before_probe: bool = False) -> None:
+          before_probe: bool = False, window: float | None = None) -> None:
     """Join ``probes`` (one relation) against ``store`` (the other).
 
     ``stored_seq_min``: only stored tuples that arrived at or after this sequence number count
     (a migrated tuple joins only the new epoch's tuples, Alg 3 line 10). ``before_probe``: only
     stored tuples that arrived before the probing tuple count (arrival-order rule for pairs
-    that meet within one micro-batch). Counting without pairs never materialises them when no
-    per-pair filter is needed.
+    that meet within one micro-batch). ``window``: only pairs whose event times differ by at
+    most this much (sliding-window joins). Counting without pairs never materialises them when
+    no per-pair filter is needed.
     """
     if not len(probes) or not len(store):
         return
     lo, hi = store.ranges(probes.key, predicate, probes_are_r)
-    if not want_pairs and not before_probe:
+    if not want_pairs and not before_probe and window is None:
         if stored_seq_min is None:
             out.add(int((hi - lo).sum()))
         else:
@@ -195,6 +213,8 @@ def probe(store: SideStore, probes: SideStore, probes_are_r: bool,
         keep &= store.seq[si] >= stored_seq_min
     if before_probe:
         keep &= store.seq[si] < probes.seq[pi]
+    if window is not None:
+        keep &= np.abs(store.ts[si] - probes.ts[pi]) <= window
     pi, si = pi[keep], si[keep]
     if want_pairs:
         ptid, stid = probes.tid[pi], store.tid[si]

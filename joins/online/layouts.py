@@ -28,9 +28,31 @@ STORE, PROBE, BOTH = 1, 2, 3
 
 
 class Layout(ABC):
-    """One epoch's routing table. Worker ids are small ints; ``workers`` lists the active ones."""
+    """One epoch's routing table. Worker ids are small ints; ``workers`` lists the active ones.
+
+    ``move_mode`` says how state moves when this layout replaces another (the engine runs one
+    mechanism, :mod:`joins.online.migration`, in these three ways):
+
+    * ``"rejoin"`` (Squall's Alg 3): a moving tuple leaves its sender's index when the move
+      starts, mid-batch at the trigger tuple; the receiver joins it with the tuples stored
+      there since the start, at a rate (grid layouts, where the new layout routes every later
+      partner to the receiver).
+    * ``"handoff"``: a moving tuple stays in its sender's index until it is sent and the
+      receiver only stores it; probes during the move reach old and new holders
+      (:meth:`route_moving`). Exact when each result has one prober and one stored partner
+      (join-biclique).
+    * ``"boundary"``: the move happens between two micro-batches, all at once, after the
+      deliveries routed by the old layout: nothing arrives while state is in flight, so it is
+      exact for any program and any number of inputs (partition-group relocation, hash
+      rescaling; D-CAPE pauses a moving group's input the same way).
+
+    ``max_inputs``: how many inputs the layout can route (2 for layouts with an R and an S
+    side, None for any).
+    """
 
     kind: str = ""
+    move_mode: str = "rejoin"
+    max_inputs: int | None = 2
 
     @property
     @abstractmethod
@@ -74,6 +96,37 @@ class Layout(ABC):
     def describe(self) -> dict:
         n, m = self.mapping
         return {"layout": self.kind, "joiners": self.joiners, "n": n, "m": m}
+
+    def route_moving(self, old: Layout, is_r, key, u):
+        """Routing of new tuples while state moves from ``old`` (handoff layouts override)."""
+        return self.route(is_r, key, u)
+
+    def moves(self, new: Layout, is_r: bool, key, u, me: int):
+        """What worker ``me`` does with the tuples of one relation it holds under this (old)
+        layout when ``new`` replaces it: (keep mask, [(dest, send mask), ...]). A receiver
+        needs what it stores under ``new`` and did not store before; it gets each tuple from
+        the old holder ``source(.., near=dest)`` (locality, catalogue 2.8)."""
+        sends = []
+        for dest in new.workers:
+            dest = int(dest)
+            if dest == me:
+                continue
+            near = new.origin(dest)
+            if not self.may_send(is_r, me, near):
+                continue
+            need = new.holds(is_r, key, u, dest)
+            if self.is_active(dest):
+                need &= ~self.holds(is_r, key, u, dest)
+            need &= self.source(is_r, key, u, near) == me
+            if need.any():
+                sends.append((dest, need))
+        keep = new.holds(is_r, key, u, me) if new.is_active(me) else \
+            np.zeros(len(u), dtype=bool)
+        return keep, sends
+
+    def rescale(self, units: tuple[int, ...]) -> Layout:
+        """The layout with another number of units (``rescale=`` of the stream CLI)."""
+        raise ValueError(f"a {self.kind} layout cannot be rescaled")
 
 
 class GridLayout(Layout):
@@ -201,6 +254,21 @@ class GridLayout(Layout):
                 nxt += 1
         return GridLayout(self.n * 2, self.m * 2, rows, cols, origins)
 
+    def rescale(self, units: tuple[int, ...]) -> GridLayout:
+        """J' joiners on the square-most (n', m'): the first min(J, J') workers keep their ids
+        (and what they hold that stays theirs), new workers get fresh ids, the rest leave."""
+        if len(units) != 1 or units[0] < 1:
+            raise ValueError("a grid rescales to a joiner count, e.g. 16")
+        n, m = square_mapping(units[0])
+        if n * m == self.n * self.m:
+            return self.regrid(n, m)
+        w = self.workers
+        ids = np.concatenate([w, int(w.max()) + 1 + np.arange(max(0, n * m - len(w)))])[: n * m]
+        rows, cols = np.full(int(ids.max()) + 1, -1, np.int64), np.full(int(ids.max()) + 1, -1,
+                                                                         np.int64)
+        rows[ids], cols[ids] = np.arange(n * m) // m, np.arange(n * m) % m
+        return GridLayout(n, m, rows, cols)
+
     def scale_in(self) -> GridLayout:
         """The inverse of :meth:`scale_out`: (n,m) -> (n/2,m/2); the worker at (2r,2c) stays
         as (r,c), the other three send their state away and leave."""
@@ -221,6 +289,8 @@ class HashLayout(Layout):
     """
 
     kind = "hash"
+    move_mode = "boundary"
+    max_inputs = None
 
     def __init__(self, owner: np.ndarray) -> None:
         self.owner = np.asarray(owner, np.int64)
@@ -254,49 +324,143 @@ class HashLayout(Layout):
         owner[np.asarray(groups, np.int64)] = to
         return HashLayout(owner)
 
+    def rescale(self, units: tuple[int, ...]) -> HashLayout:
+        """J' workers (ids 0..J'-1): partition group g goes to worker g mod J'."""
+        if len(units) != 1 or units[0] < 1:
+            raise ValueError("a hash layout rescales to a worker count, e.g. 8")
+        return HashLayout(np.arange(len(self.owner)) % units[0])
+
     def describe(self) -> dict:
         return {**super().describe(), "groups": len(self.owner)}
 
 
 class BicliqueLayout(Layout):
-    """BiStream's join-biclique with random routing: ``a`` units store R, ``b`` units store S
-    (workers 0..a-1 and a..a+b-1). A tuple is stored once, at a random unit of its own side,
-    and sent as a probe to every unit of the other side; each pair is produced where the later
-    of its two tuples probes the earlier (the engine's arrival-order rule keeps it exactly-once).
+    """BiStream's join-biclique with random routing: the units in ``r_ids`` store R, those in
+    ``s_ids`` store S. A tuple is stored once, at a random unit of its own side, and sent as a
+    probe to every unit of the other side; each pair is produced where the later of its two
+    tuples probes the earlier (the engine's arrival-order rule keeps it exactly-once).
+
+    Unit ids are explicit per side, so a resize never renumbers a unit that stays: adding R
+    units does not touch the S units' ids (and state). A resize moves no state between units
+    that stay (any placement is valid when probes reach the whole other side): new tuples go to
+    the new side's units, and only retiring units hand their tuples over (``move_mode`` =
+    "handoff": a moving tuple stays in its sender's index, where every probe still reaches it,
+    until its receiver holds it).
     """
 
     kind = "biclique"
+    move_mode = "handoff"
 
-    def __init__(self, a: int, b: int) -> None:
-        if a < 1 or b < 1:
+    def __init__(self, a: int | np.ndarray, b: int | np.ndarray) -> None:
+        if np.isscalar(a):
+            a, b = np.arange(int(a)), int(a) + np.arange(int(b))
+        self.r_ids, self.s_ids = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        if len(self.r_ids) < 1 or len(self.s_ids) < 1:
             raise ValueError("a join-biclique needs at least one unit per side")
-        self.a, self.b = int(a), int(b)
+        if len(np.intersect1d(self.r_ids, self.s_ids)) or \
+                len(np.unique(self.r_ids)) != len(self.r_ids) or \
+                len(np.unique(self.s_ids)) != len(self.s_ids):
+            raise ValueError("join-biclique unit ids must be distinct")
+        self.a, self.b = len(self.r_ids), len(self.s_ids)
+        self._workers = np.sort(np.concatenate([self.r_ids, self.s_ids]))
 
     @property
     def workers(self) -> np.ndarray:
-        return np.arange(self.a + self.b)
+        return self._workers
 
     @property
     def mapping(self) -> tuple[int, int]:
         return (self.a, self.b)
 
+    def side(self, is_r: bool) -> np.ndarray:
+        return self.r_ids if is_r else self.s_ids
+
     def route(self, is_r, key, u):
         idx_r, idx_s = np.flatnonzero(is_r), np.flatnonzero(~is_r)
-        s_units, r_units = self.a + np.arange(self.b), np.arange(self.a)
         t = np.concatenate([idx_r, idx_s, np.repeat(idx_r, self.b), np.repeat(idx_s, self.a)])
-        w = np.concatenate([part_of(u[idx_r], self.a), self.a + part_of(u[idx_s], self.b),
-                            np.tile(s_units, len(idx_r)), np.tile(r_units, len(idx_s))])
+        w = np.concatenate([self.r_ids[part_of(u[idx_r], self.a)],
+                            self.s_ids[part_of(u[idx_s], self.b)],
+                            np.tile(self.s_ids, len(idx_r)), np.tile(self.r_ids, len(idx_s))])
         role = np.concatenate([np.full(len(idx_r) + len(idx_s), STORE, np.int8),
                                np.full(len(t) - len(idx_r) - len(idx_s), PROBE, np.int8)])
         return t, w, role
 
+    def route_moving(self, old: Layout, is_r, key, u):
+        """Routing while tuples move from ``old``: stored by this layout, probing every unit of
+        the other side in either layout (a retiring unit holds state until it is sent)."""
+        if not isinstance(old, BicliqueLayout):
+            raise ValueError("a join-biclique moves only from a join-biclique")
+        union = BicliqueLayout(np.union1d(self.r_ids, old.r_ids),
+                               np.union1d(self.s_ids, old.s_ids))
+        idx_r, idx_s = np.flatnonzero(is_r), np.flatnonzero(~is_r)
+        t = np.concatenate([idx_r, idx_s, np.repeat(idx_r, union.b), np.repeat(idx_s, union.a)])
+        w = np.concatenate([self.r_ids[part_of(u[idx_r], self.a)],
+                            self.s_ids[part_of(u[idx_s], self.b)],
+                            np.tile(union.s_ids, len(idx_r)), np.tile(union.r_ids, len(idx_s))])
+        role = np.concatenate([np.full(len(idx_r) + len(idx_s), STORE, np.int8),
+                               np.full(len(t) - len(idx_r) - len(idx_s), PROBE, np.int8)])
+        return t, w, role
+
+    def place(self, is_r: bool, u: np.ndarray) -> np.ndarray:
+        """Where a tuple is stored when it arrives under this layout (or must leave a unit)."""
+        ids = self.side(is_r)
+        return ids[part_of(u, len(ids))]
+
     def holds(self, is_r, key, u, worker):
-        if is_r:
-            return part_of(u, self.a) == worker
-        return self.a + part_of(u, self.b) == worker
+        # the placement of a tuple that arrived under this layout; a unit that stays keeps
+        # what it holds across resizes (see moves)
+        return self.place(is_r, u) == worker
 
     def source(self, is_r, key, u, near):
-        return part_of(u, self.a) if is_r else self.a + part_of(u, self.b)
+        return self.place(is_r, u)
+
+    def moves(self, new: Layout, is_r: bool, key, u, me: int):
+        """(keep mask, [(dest, mask)]) of the tuples unit ``me`` holds: a unit that stays keeps
+        everything; a retiring unit sends each tuple to its placement under ``new``."""
+        if not isinstance(new, BicliqueLayout):
+            raise ValueError("a join-biclique moves only to a join-biclique")
+        if np.any(new.side(is_r) == me):
+            return np.ones(len(u), bool), []
+        dest = new.place(is_r, u)
+        return np.zeros(len(u), bool), [(int(d), dest == d) for d in np.unique(dest)]
+
+    def resize(self, a: int, b: int) -> BicliqueLayout:
+        """``a`` R units and ``b`` S units: units that stay keep their ids, new units get fresh
+        ids, the last units of a shrinking side retire."""
+        nxt = int(self._workers.max()) + 1
+        r = self.r_ids[:a] if a <= self.a else np.concatenate(
+            [self.r_ids, nxt + np.arange(a - self.a)])
+        nxt += max(0, a - self.a)
+        s = self.s_ids[:b] if b <= self.b else np.concatenate(
+            [self.s_ids, nxt + np.arange(b - self.b)])
+        return BicliqueLayout(r, s)
+
+    def rescale(self, units: tuple[int, ...]) -> BicliqueLayout:
+        if len(units) != 2:
+            raise ValueError("a join-biclique rescales to R+S units, e.g. 6+4")
+        return self.resize(*units)
+
+
+class OneSiteLayout(Layout):
+    """Every tuple of every input at one worker (DINER's single-site operators; an n-way join
+    whose edges use different attributes cannot be hash-partitioned on one of them)."""
+
+    kind = "one_site"
+    max_inputs = None
+
+    @property
+    def workers(self) -> np.ndarray:
+        return np.zeros(1, np.int64)
+
+    def route(self, is_r, key, u):
+        return np.arange(len(key)), np.zeros(len(key), np.int64), \
+            np.full(len(key), BOTH, dtype=np.int8)
+
+    def holds(self, is_r, key, u, worker):
+        return np.full(len(key), worker == 0)
+
+    def source(self, is_r, key, u, near):
+        return np.zeros(len(key), np.int64)
 
 
 def grid_mappings(joiners: int) -> list[tuple[int, int]]:

@@ -43,11 +43,27 @@ def plan(old: Layout, new: Layout, is_r: np.ndarray, key: np.ndarray, u: np.ndar
 
 
 class Transfer:
-    """A running migration: what is left to send, released at a rate per receiver."""
+    """A running move: what is left to send, released at a rate per receiver.
 
-    def __init__(self, remaining: dict[tuple[int, int], list[int]]) -> None:
-        self.remaining = {k: list(v) for k, v in remaining.items() if sum(v)}
+    The executors own the truth: after every step they report what is left in their outboxes
+    (:meth:`sync`), which may be less than planned (tuples expired or were evicted meanwhile).
+    ``remaining=None``: nothing is planned on the driver (the executors' first report says).
+    ``mode``: the layout's move mode; ``drain``: send everything in one step (boundary moves).
+    """
+
+    def __init__(self, remaining: dict[tuple[int, int], list[int]] | None,
+                 mode: str = "rejoin") -> None:
+        self.known = remaining is not None
+        self.remaining = {k: list(v) for k, v in (remaining or {}).items() if sum(v)}
         self.total = sum(sum(v) for v in self.remaining.values())
+        self.mode = mode
+        self.sent = 0
+
+    def sync(self, outboxes: dict[tuple[int, int], tuple[int, ...]], sent: int) -> None:
+        """The executors' outboxes after a step (the truth) and the tuples sent in it."""
+        self.remaining = {k: list(v) for k, v in outboxes.items() if sum(v)}
+        self.known = True
+        self.sent += sent
 
     @property
     def done(self) -> bool:
@@ -57,16 +73,18 @@ class Transfer:
         """Quotas for one micro-batch: each receiver takes up to ``capacity[dest]`` tuples
         (R before S, senders in id order); None releases everything (drain)."""
         quotas: dict[tuple[int, int], tuple[int, int]] = {}
+        if not self.known:
+            return quotas  # the executors have not reported their outboxes yet
         left = dict(capacity) if capacity is not None else None
         for (src, dest), rem in sorted(self.remaining.items()):
-            take = [0, 0]
-            for i in (0, 1):
+            take = [0] * len(rem)
+            for i in range(len(rem)):
                 room = rem[i] if left is None else min(rem[i], int(left.get(dest, 0)))
                 take[i] = room
                 rem[i] -= room
                 if left is not None:
                     left[dest] = left.get(dest, 0) - room
             if sum(take):
-                quotas[(src, dest)] = (take[0], take[1])
+                quotas[(src, dest)] = tuple(take)
         self.remaining = {k: v for k, v in self.remaining.items() if sum(v)}
         return quotas

@@ -5,8 +5,10 @@ engine passes them; static_opt needs the final sizes, dynamic the controller mod
 parameters. Squall's operators: ``dynamic`` (Algorithms 1-3), ``static_mid`` ((sqrt J, sqrt J)),
 ``static_opt`` (the optimal mapping for the final |R|, |S|, known in advance: "practically
 unattainable" online, the paper's yardstick), ``shj`` (parallel symmetric hash join on the key).
-Extension operators (not registered here): ``join_biclique`` routing and ``relocating_shj``
-(hash with partition groups and D-CAPE-style relocation).
+BiStream's ``join_biclique`` (random routing; R+S units, resizable without renumbering),
+``mjoin`` (an n-way symmetric hash join: DINER's MJoin baseline and D-CAPE's per-machine join),
+and the extension operator ``relocating_shj`` (not registered: hash with partition groups and
+D-CAPE-style relocation, for tests and the D-CAPE reproduction).
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from __future__ import annotations
 import math
 
 from joins.online.controller import DynamicGrid, RelocatingHash, Static, best_mapping
-from joins.online.layouts import BicliqueLayout, GridLayout, HashLayout, square_mapping
+from joins.online.layouts import (
+    BicliqueLayout,
+    GridLayout,
+    HashLayout,
+    OneSiteLayout,
+    square_mapping,
+)
 
 
 def _unused(name: str, extra: dict) -> None:
@@ -72,7 +80,28 @@ def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     if joiners < 2:
         raise ValueError("a join-biclique needs at least 2 joiners")
     a = r_units or joiners // 2
+    if not 1 <= a < joiners:
+        raise ValueError(f"r_units must be in 1..{joiners - 1}, got {a}")
     return Static(BicliqueLayout(a, joiners - a))
+
+
+def mjoin(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
+          controller: str = "exact", band: float | None = None, graph=None,
+          groups: int | None = None, **extra):
+    """MJoin: an n-way symmetric hash join - a new tuple probes the other inputs' stored tuples
+    (the smallest candidate first: a stand-in for selectivity, the paper's order), then is
+    stored. Hash-partitioned on the shared attribute when every edge uses one (``groups``
+    partition groups over the J workers); on one worker otherwise (a join on several
+    attributes cannot be split on one of them without replication)."""
+    _unused("mjoin", extra)
+    if graph is not None and not graph.shared:
+        if joiners != 1:
+            raise ValueError("mjoin on several attributes runs on one worker: joiners=1")
+        return Static(OneSiteLayout(), program="mjoin")
+    if band is not None and joiners > 1:
+        raise ValueError("a band join cannot be hash-partitioned: mjoin with band needs "
+                         "joiners=1")
+    return Static(HashLayout.initial(joiners, groups), program="mjoin")
 
 
 def relocating_shj(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,

@@ -1,0 +1,28 @@
+"""Worker programs: the state and step of one logical worker of the online engine.
+
+The engine (:mod:`joins.online.engine` on the driver, :func:`joins.online.worker.step` on the
+executors) batches arrivals, routes them, carries each partition's state between micro-batches,
+moves state between workers, runs the clean-up phase and collects reports. A program owns what
+one worker holds and does: how it joins delivered tuples, stores, expires and spills them, what
+it sends and accepts when state moves, what its clean-up emits, and its own report fields.
+
+A new program is one module with a :class:`~joins.online.programs.base.Program` subclass plus
+its line in :data:`PROGRAMS`; the engine is not edited.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+PROGRAMS: dict[str, str] = {
+    "joiner": "joins.online.programs.joiner:Joiner",  # Squall's joiner (two inputs)
+    "mjoin": "joins.online.programs.mjoin:MJoin",  # n-way symmetric hash join
+}
+
+
+def load(name: str):
+    """The program class registered under ``name``."""
+    if name not in PROGRAMS:
+        raise ValueError(f"unknown worker program {name!r}; valid: {', '.join(sorted(PROGRAMS))}")
+    module, _, attr = PROGRAMS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

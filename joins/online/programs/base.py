@@ -1,0 +1,94 @@
+"""The contract between the engine and a worker program."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from joins.online.kernel import ProbeResult
+
+
+@dataclass
+class Context:
+    """What a program sees of the run and of the current tick (constant within a call)."""
+
+    config: Any  # the run's RunConfig
+    batch: int = 0  # the tick (micro-batch) being processed
+    watermark: float = float("-inf")  # event time no later tuple can precede
+    last_seq: int = -1  # sequence number of the tick's last tuple
+
+
+@dataclass
+class Piece:
+    """State a worker hands to another (a move, or the clean-up's gathering of disk pieces)."""
+
+    dest: int
+    rel: int
+    tuples: Any  # the program's own representation
+    start: int = -1  # epoch start of a rejoin move (-1: handoff, the receiver only stores)
+    evicted_after: Any = None  # clean-up pieces: per-tuple eviction points
+
+
+@dataclass
+class WorkerBase:
+    """Fields every program's worker state has; programs subclass it."""
+
+    wid: int
+    outbox: dict[int, list] = field(default_factory=dict)  # dest -> per-input stores to send
+    pending: int = 0  # tuples that left the index but are held until the move finalises
+    start: int = -1  # epoch start of the running rejoin move (-1: none)
+    handoff: bool = False  # the running move hands tuples over (they stay indexed until sent)
+
+
+class Program:
+    """A worker program. Methods receive the worker's state ``ws``, the tick's context, the
+    worker's counters ``c`` (a dict of exact counts; a program adds its own fields) and its
+    output collector ``out`` (a :class:`ProbeResult`: result count, and tid tuples when the
+    run collects rows). Programs are pickled with the run's config: keep them small."""
+
+    name = ""
+    inputs: int | None = 2  # how many inputs the program joins (None: any)
+    moves: tuple[str, ...] = ("rejoin", "handoff", "boundary")  # move modes it supports
+    spill_modes: tuple[str, ...] = ("charge",)
+
+    def new_worker(self, wid: int) -> WorkerBase:
+        raise NotImplementedError
+
+    def deliver(self, ws, d, ctx: Context, c: dict, out: ProbeResult) -> None:
+        """Join newly delivered tuples (roles say which to store and which probe) and store."""
+        raise NotImplementedError
+
+    def receive(self, ws, piece: Piece, ctx: Context, c: dict, out: ProbeResult) -> int:
+        """Accept moved tuples; returns how many arrived."""
+        raise NotImplementedError
+
+    def begin_move(self, ws, old, new, start: int, mode: str) -> None:
+        """Fill ``ws.outbox`` with what leaves (and, in rejoin mode, drop it from the index)."""
+        raise NotImplementedError
+
+    def take(self, ws, dest: int, rel: int, k: int) -> Any:
+        """The next ``k`` tuples of input ``rel`` for ``dest`` out of the outbox (in handoff
+        mode also out of the index); fewer when fewer are left (expired or evicted)."""
+        raise NotImplementedError
+
+    def outbox_sizes(self, ws) -> dict[int, tuple[int, ...]]:
+        raise NotImplementedError
+
+    def end_tick(self, ws, ctx: Context, c: dict) -> bool:
+        """Expire, spill; returns whether the worker is over its memory budget."""
+        return False
+
+    def stored(self, ws) -> tuple[int, ...]:
+        """Tuples held in memory per input."""
+        raise NotImplementedError
+
+    def cleanup_pieces(self, ws, layout, ctx: Context) -> list[Piece]:
+        """Disk state that must meet other workers' state for the clean-up phase."""
+        return []
+
+    def cleanup(self, ws, pieces: list[Piece], ctx: Context, c: dict, out: ProbeResult) -> None:
+        """The clean-up phase after the stream: emit exactly what the run missed."""
+
+    def report(self, ws) -> dict:
+        """The program's own report fields (besides the engine's counts)."""
+        return {}

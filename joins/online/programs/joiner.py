@@ -1,0 +1,295 @@
+"""Squall's joiner: stored R and S as key-sorted indexes, the local join of delivered tuples,
+migrated-tuple handling (Alg 3), memory budget with spill or eviction, the clean-up phase.
+
+Two inputs (0 = R, 1 = S). Deliveries with role BOTH (grid, hash) take the fast path: R probes
+the old S, R is stored, then S probes all R, so each new pair is produced once. Store-only and
+probe-only deliveries (join-biclique) take the general path: a probe sees the old state fully
+and the same batch's stored tuples only if they arrived earlier (the arrival-order rule).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from joins.online.kernel import ProbeResult, SideStore, expand, probe
+from joins.online.layouts import BOTH, PROBE, STORE
+from joins.online.programs.base import Context, Piece, Program, WorkerBase
+from joins.online.spill_store import SpillStore
+
+
+@dataclass
+class JoinerState(WorkerBase):
+    r: SideStore = field(default_factory=SideStore)
+    s: SideStore = field(default_factory=SideStore)
+    disk_resident: int = 0
+    spill_files: list[str] = field(default_factory=list)
+    last_seq: int = -1  # the last sequence number processed (eviction point)
+
+    def side(self, rel: int) -> SideStore:
+        return self.r if rel == 0 else self.s
+
+    def set_side(self, rel: int, store: SideStore) -> None:
+        if rel == 0:
+            self.r = store
+        else:
+            self.s = store
+
+
+def _pairs(ctx: Context) -> bool:
+    return ctx.config.want_pairs or ctx.config.pairs_dir is not None
+
+
+def _empty_like(store: SideStore) -> SideStore:
+    return store.select(np.zeros(len(store), bool))
+
+
+class Joiner(Program):
+    name = "joiner"
+    inputs = 2
+    spill_modes = ("charge", "disk", "evict")
+
+    def new_worker(self, wid):
+        return JoinerState(wid)
+
+    def deliver(self, ws, d, ctx, c, out):
+        cfg = ctx.config
+        kernel, pairs, win = cfg.kernel, _pairs(ctx), cfg.window
+        if np.all(d.role == BOTH):
+            new_r, new_s = d.side(0, STORE), d.side(1, STORE)
+            probe(ws.s, new_r, True, kernel, out, pairs, window=win)
+            ws.r.insert(new_r)
+            probe(ws.r, new_s, False, kernel, out, pairs, window=win)
+            ws.s.insert(new_s)
+            c["probes"] += len(new_r) + len(new_s)
+            return
+        pr, ps = d.side(0, PROBE), d.side(1, PROBE)
+        sr, ss = d.side(0, STORE), d.side(1, STORE)
+        probe(ws.s, pr, True, kernel, out, pairs, window=win)
+        probe(ss, pr, True, kernel, out, pairs, before_probe=True, window=win)
+        probe(ws.r, ps, False, kernel, out, pairs, window=win)
+        probe(sr, ps, False, kernel, out, pairs, before_probe=True, window=win)
+        ws.r.insert(sr)
+        ws.s.insert(ss)
+        c["probes"] += len(pr) + len(ps)
+
+    def receive(self, ws, piece, ctx, c, out):
+        """Rejoin (Alg 3 lines 10/17): a migrated tuple joins the new epoch's stored tuples,
+        then is kept. Handoff: it is only stored (its pairs were produced where it was)."""
+        if piece.start >= 0:
+            other = ws.s if piece.rel == 0 else ws.r
+            probe(other, piece.tuples, piece.rel == 0, ctx.config.kernel, out, _pairs(ctx),
+                  stored_seq_min=piece.start, window=ctx.config.window)
+            c["probes"] += len(piece.tuples)
+        ws.side(piece.rel).insert(piece.tuples)
+        return len(piece.tuples)
+
+    def begin_move(self, ws, old, new, start, mode):
+        """Split the state into what stays indexed, per-destination outboxes (copies to send)
+        and, in rejoin mode, what is discarded (held until finalisation, Alg 3 line 22)."""
+        me = ws.wid
+        for rel in (0, 1):
+            store = ws.side(rel)
+            if not len(store):
+                continue
+            keep, sends = old.moves(new, rel == 0, store.key, store.u, me)
+            for dest, mask in sends:
+                box = ws.outbox.setdefault(dest, [SideStore(), SideStore()])
+                box[rel].insert(store.select(mask))
+            if mode == "rejoin":
+                ws.pending += int(len(store) - keep.sum())
+                ws.set_side(rel, store.select(keep))
+        if mode == "rejoin":
+            ws.start = start
+        else:
+            ws.handoff = True
+
+    def take(self, ws, dest, rel, k):
+        box = ws.outbox.get(dest)
+        if box is None or not len(box[rel]):
+            return None
+        sent, box[rel] = box[rel].head(min(k, len(box[rel])))
+        if ws.handoff:  # it leaves the index only now: probes met it until here
+            store = ws.side(rel)
+            ws.set_side(rel, store.select(~np.isin(store.seq, sent.seq)))
+        return sent
+
+    def outbox_sizes(self, ws):
+        return {d: (len(b[0]), len(b[1])) for d, b in ws.outbox.items() if len(b[0]) + len(b[1])}
+
+    def _forget(self, ws, seqs: np.ndarray, c: dict | None) -> None:
+        """Tuples that left memory (expired, evicted) leave the outboxes too; in rejoin mode
+        the outbox copies are the only ones left in memory, so they count as expired here."""
+        for box in ws.outbox.values():
+            for rel in (0, 1):
+                gone = np.isin(box[rel].seq, seqs)
+                if gone.any():
+                    box[rel] = box[rel].select(~gone)
+
+    def end_tick(self, ws, ctx, c):
+        cfg = ctx.config
+        if cfg.window is not None and np.isfinite(ctx.watermark):
+            cut = ctx.watermark - cfg.window
+            gone = []
+            for rel in (0, 1):
+                store = ws.side(rel)
+                old = store.ts < cut
+                if old.any():
+                    gone.append(store.seq[old])
+                    c["expired"] += int(old.sum())
+                    ws.set_side(rel, store.select(~old))
+            for box in ws.outbox.values():
+                for rel in (0, 1):
+                    old = box[rel].ts < cut
+                    if old.any():
+                        if not ws.handoff:
+                            c["expired"] += int(old.sum())
+                        box[rel] = box[rel].select(~old)
+        ws.last_seq = ctx.last_seq
+        return self._spill(ws, ctx, c)
+
+    def stored(self, ws):
+        return len(ws.r), len(ws.s)
+
+    def report(self, ws):
+        return dict(r_stored=len(ws.r), s_stored=len(ws.s), pending=ws.pending,
+                    outbox=sum(len(b) for box in ws.outbox.values() for b in box))
+
+    # --- memory budget ---------------------------------------------------------------------
+    def _spill(self, ws, ctx: Context, c: dict) -> bool:
+        """Apply the memory budget; returns whether the worker is over it.
+
+        ``charge``: the tuples beyond the budget are counted as on disk (``spilled`` = newly
+        overflowing tuples this batch; every probe at an overflowing worker is a disk probe)
+        and the cost model charges them. ``disk``: the same counts, and the overflowing tuples
+        are really written to the executor's local disk, into the on-disk B-tree store whose
+        write and probe costs ``make calibrate`` measures (:mod:`joins.online.spill_store`,
+        one file per worker and batch) as Squall's joiners spilled to BerkeleyDB; the
+        in-memory index keeps its copy, so the result is unchanged and only the writes are
+        real. ``evict``: D-CAPE's disk adaptation - the oldest tuples beyond the budget leave
+        memory for a file (they no longer join new tuples) and :meth:`cleanup` produces the
+        missed results after the stream; a pair is missed exactly when its later tuple
+        arrived after its earlier tuple was evicted.
+        """
+        cfg = ctx.config
+        if cfg.budget_tuples is None:
+            return False
+        if cfg.spill == "evict":
+            return self._evict(ws, ctx, c)
+        held = len(ws.r) + len(ws.s) + ws.pending
+        over = max(0, held - cfg.budget_tuples)
+        new = max(0, over - ws.disk_resident)
+        c["spilled"] += new
+        if over:
+            c["disk_probes"] += c["probes"]
+        if new and cfg.spill == "disk":
+            path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{ctx.batch:06d}.sqlite")
+            if os.path.exists(path):
+                os.remove(path)  # a recomputed task rewrites its batch's file, never appends twice
+            tail = ws.s if len(ws.s) >= new else ws.r
+            store = SpillStore(path)
+            store.append(tail.key[-new:], tail.tid[-new:], tail.seq[-new:])
+            store.close()
+            ws.spill_files.append(path)
+        ws.disk_resident = over
+        return over > 0
+
+    def _evict(self, ws, ctx: Context, c: dict) -> bool:
+        cfg = ctx.config
+        held = len(ws.r) + len(ws.s) + ws.pending
+        over = held - cfg.budget_tuples
+        if over <= 0:
+            return ws.disk_resident > 0
+        seqs = np.concatenate([ws.r.seq, ws.s.seq])
+        over = min(over, len(seqs))
+        if over <= 0:
+            return True
+        cut = np.sort(seqs)[over - 1]  # the oldest `over` tuples (ties: seq is unique)
+        parts = {}
+        for rel, name in ((0, "r"), (1, "s")):
+            store = ws.side(rel)
+            old = store.seq <= cut
+            parts[name] = store.select(old)
+            ws.set_side(rel, store.select(~old))
+        self._forget(ws, seqs[seqs <= cut], None)
+        path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{ctx.batch:06d}.npz")
+        extra = {}
+        if parts["r"].ts is not None:
+            extra = {f"{n}_ts": parts[n].ts for n in ("r", "s")}
+        np.savez(path, **{f"{n}_{a}": getattr(parts[n], a) for n in ("r", "s")
+                          for a in ("key", "tid", "seq", "u")},
+                 evicted_after=np.array([ws.last_seq]), **extra)
+        ws.spill_files.append(path)
+        ws.disk_resident += over
+        c["spilled"] += over
+        return True
+
+    # --- clean-up phase ----------------------------------------------------------------------
+    def _disk(self, ws) -> dict[str, list[tuple[SideStore, np.ndarray]]]:
+        sides: dict[str, list] = {"r": [], "s": []}
+        for path in ws.spill_files:
+            with np.load(path) as z:
+                ev = int(z["evicted_after"][0])
+                for n in ("r", "s"):
+                    ts = z[f"{n}_ts"] if f"{n}_ts" in z.files else None
+                    st = SideStore(z[f"{n}_key"], z[f"{n}_tid"], z[f"{n}_seq"], z[f"{n}_u"],
+                                   ts=ts)
+                    sides[n].append((st, np.full(len(st), ev, np.int64)))
+        return sides
+
+    def cleanup_pieces(self, ws, layout, ctx):
+        """Evicted tuples whose partners now live elsewhere (their partition group moved) go
+        to the worker that holds the group under the final layout."""
+        if not ws.spill_files or ctx.config.spill != "evict":
+            return []
+        out, keep = [], {"r": [], "s": []}
+        for n, lst in self._disk(ws).items():
+            rel = 0 if n == "r" else 1
+            for st, ev in lst:
+                dest = layout.source(rel == 0, st.key, st.u, ws.wid)
+                for d in np.unique(dest):
+                    m = dest == d
+                    if int(d) == ws.wid:
+                        keep[n].append((st.select(m), ev[m]))
+                    else:
+                        out.append(Piece(int(d), rel, st.select(m), evicted_after=ev[m]))
+        ws.spill_files = []
+        ws.kept_disk = keep  # type: ignore[attr-defined]
+        return out
+
+    def cleanup(self, ws, pieces, ctx, c, out):
+        """Join everything the worker ever held (memory + evicted files + pieces gathered from
+        other workers) and emit exactly the pairs the run missed: the later tuple's seq is
+        beyond the eviction point of the earlier one, within the window."""
+        disk = getattr(ws, "kept_disk", None) or self._disk(ws)
+        for p in pieces:
+            disk["r" if p.rel == 0 else "s"].append((p.tuples, p.evicted_after))
+        if not any(disk.values()):
+            return
+        big = np.iinfo(np.int64).max
+        merged = {}
+        for n, mem in (("r", ws.r), ("s", ws.s)):
+            lst = [(mem, np.full(len(mem), big, np.int64))] + disk[n]
+            st = SideStore.concat([x for x, _ in lst])
+            ev = np.concatenate([e for _, e in lst])
+            order = np.argsort(np.concatenate([x.key for x, _ in lst]), kind="stable")
+            merged[n] = (st, ev[order])
+        (rs, rev), (ss, sev) = merged["r"], merged["s"]
+        lo, hi = ss.ranges(rs.key, ctx.config.kernel, True)
+        pi, si = expand(lo, hi)
+        r_first = rs.seq[pi] < ss.seq[si]
+        later = np.where(r_first, ss.seq[si], rs.seq[pi])
+        evict_first = np.where(r_first, rev[pi], sev[si])
+        missed = later > evict_first
+        if ctx.config.window is not None:
+            missed &= np.abs(rs.ts[pi] - ss.ts[si]) <= ctx.config.window
+        c["probes"] += len(rs)
+        if _pairs(ctx):
+            out.add(int(missed.sum()), rs.tid[pi[missed]], ss.tid[si[missed]])
+        else:
+            out.add(int(missed.sum()))
+
+
+__all__ = ["Joiner", "JoinerState", "ProbeResult"]
