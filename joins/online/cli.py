@@ -3,11 +3,17 @@
     python -m joins stream operator=dynamic r=R.parquet s=S.parquet on=key joiners=16 \\
         order=random|fluct k=4 [band=W] [controller=exact|sampled] out=OUT.parquet \\
         [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk|evict] \\
-        [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)]
+        [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)] \\
+        [time=COLUMN [tick=T] [window=W]] [rescale=AT:UNITS[,AT:UNITS...]]
+    python -m joins stream operator=mjoin inputs=A=a.parquet,B=b.parquet,C=c.parquet \\
+        on=k|A.x=B.x,B.y=C.y joiners=4 out=OUT.parquet ...
 
 Bad input (missing file or column, key types that differ, a band on non-numeric keys, unknown
 operator or order, J < 1, a parameter the operator or the order rejects, ...) is reported with
-a clear message and exit code 2 before Spark starts. Modeled cost uses the machine's
+a clear message and exit code 2 before Spark starts. Output columns are R's prefixed ``l_`` and
+S's ``r_`` (``<name>_`` for ``inputs=``), and ``phase`` (normal, cleanup). ``rescale=`` changes
+a static operator's units at the given arrival numbers (a joiner count, or ``R+S`` units for
+join_biclique), to drive elasticity by hand. Modeled cost uses the machine's
 calibration (``make calibrate``, else the committed default), printed as ``calibration``.
 """
 
@@ -22,7 +28,8 @@ from joins.cli import CliError, check_key, parquet_schema, spark_preset_or_usage
 USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
            "metrics", "batch_size", "budget", "spill", "seed", "partitions", "spark",
-           "progress", "checkpoint_every", "migration_rate"}
+           "progress", "checkpoint_every", "migration_rate", "inputs", "time", "tick", "window",
+           "rescale"}
 
 
 class UsageError(CliError):
@@ -52,19 +59,6 @@ def _typed(args: dict, name: str, tp, default=None):
         raise UsageError(str(e)) from e
 
 
-def _check_keys(schemas: dict, on: str, band: float | None) -> None:
-    """Same key type on both sides (as the batch CLI requires: the engine would otherwise
-    factorise an int key against a string key); a band join needs numeric keys."""
-    import pyarrow as pa
-
-    check_key(schemas, on)
-    t = schemas["r"].field(on).type
-    numeric = (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-               or pa.types.is_null(t))
-    if band is not None and not numeric:
-        raise UsageError(f"a band join needs numeric keys; {on!r} is {t}")
-
-
 def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s: int) -> dict:
     """The operator's own parameters, typed by its signature and checked by building its
     policy once (e.g. DYNAMIC's eps, warmup, decide_on), all without Spark."""
@@ -74,13 +68,14 @@ def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s:
 
     factory = registry.get(op, "online").load()
     hints = typing.get_type_hints(factory)
-    unknown = sorted(set(extra) - set(inspect.signature(factory).parameters))
+    unknown = sorted(set(extra) - set(inspect.signature(factory).parameters) - {"graph"})
     if unknown:
         raise UsageError(f"unknown parameters for {op}: {unknown}")
     typed = {k: _typed(extra, k, hints.get(k, typing.Any)) for k in extra}
+    graph = {"graph": opts["graph"]} if "graph" in inspect.signature(factory).parameters else {}
     try:
         factory(joiners, n_r=n_r, n_s=n_s, seed=opts["seed"], controller=opts["controller"],
-                band=opts["band"], **typed)
+                band=opts["band"], **graph, **typed)
     except (ValueError, TypeError) as e:
         raise UsageError(f"{op}: {e}") from e
     return typed
@@ -98,6 +93,96 @@ def calibrated_cost():
         raise UsageError(str(e)) from e
 
 
+def _inputs(args: dict) -> dict[str, str]:
+    """``r=``/``s=`` (two inputs R and S) or ``inputs=A=a.parquet,B=b.parquet,...``."""
+    if "inputs" in args:
+        if "r" in args or "s" in args:
+            raise UsageError("give r= and s=, or inputs=, not both")
+        out: dict[str, str] = {}
+        for item in args["inputs"].split(","):
+            name, eq, path = item.partition("=")
+            if not eq or not name or not path:
+                raise UsageError(f"inputs: expected NAME=PATH, got {item!r}")
+            if name in out:
+                raise UsageError(f"inputs: {name!r} given twice")
+            out[name] = path
+        if len(out) < 2:
+            raise UsageError("inputs: a join needs at least two inputs")
+        return out
+    for req in ("r", "s"):
+        if req not in args:
+            raise UsageError(f"missing {req}= (or inputs=)")
+    return {"R": args["r"], "S": args["s"]}
+
+
+def _check_graph(schemas: dict, graph, band: float | None, time: str | None) -> None:
+    """Every join column and the time column exist; compared columns have one kind of type
+    (numbers with numbers, strings with strings); a band needs numbers; time is numeric or a
+    timestamp."""
+    import pyarrow as pa
+
+    def kind(t) -> str:
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or \
+                pa.types.is_decimal(t):
+            return "number"
+        return "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
+
+    names = graph.names
+    for i, cols in enumerate(graph.slots):
+        for c in cols + ((time,) if time else ()):
+            if c not in schemas[names[i]].names:
+                raise UsageError(f"{names[i]} has no column {c!r}; columns: "
+                                 f"{schemas[names[i]].names}")
+    for a, sa, b, sb in graph.edges:
+        ta = schemas[names[a]].field(graph.slots[a][sa]).type
+        tb = schemas[names[b]].field(graph.slots[b][sb]).type
+        if kind(ta) != kind(tb) and not (pa.types.is_null(ta) or pa.types.is_null(tb)):
+            raise UsageError(f"{names[a]}.{graph.slots[a][sa]} ({ta}) and "
+                             f"{names[b]}.{graph.slots[b][sb]} ({tb}) have different key types")
+        if band is not None and kind(ta) != "number":
+            raise UsageError(f"a band join needs numeric keys; {graph.slots[a][sa]!r} is {ta}")
+    if time:
+        for nm in names:
+            t = schemas[nm].field(time).type
+            if not (kind(t) == "number" and not pa.types.is_boolean(t)) and \
+                    not pa.types.is_timestamp(t):
+                raise UsageError(f"time column {time!r} of {nm} is {t}, not numeric or a "
+                                 "timestamp")
+
+
+def _rescale(value: str, op: str, total: int) -> list[tuple[int, tuple[int, ...]]]:
+    """``AT:UNITS[,AT:UNITS...]``: a unit count, or R+S units for a join-biclique."""
+    out = []
+    for item in value.split(","):
+        at, colon, units = item.partition(":")
+        try:
+            at_i = int(at)
+            u = tuple(int(x) for x in units.split("+"))
+        except ValueError as e:
+            raise UsageError(f"rescale: expected AT:UNITS (e.g. 5000:8, or 5000:6+4 for "
+                             f"join_biclique), got {item!r}") from e
+        if not colon or not u:
+            raise UsageError(f"rescale: expected AT:UNITS, got {item!r}")
+        if at_i < 0 or at_i >= total:
+            raise UsageError(f"rescale point {at_i} is past the end of the stream "
+                             f"({total} tuples)")
+        if min(u) < 1:
+            raise UsageError(f"rescale: units must be >= 1, got {units!r}")
+        if (op == "join_biclique") != (len(u) == 2) or len(u) > 2:
+            raise UsageError("rescale: join_biclique takes R+S units (e.g. 6+4), the other "
+                             "operators a unit count")
+        out.append((at_i, u))
+    return out
+
+
+def _positive(args: dict, name: str, strict: bool) -> float | None:
+    value = _typed(args, name, float)
+    if value is not None and not (value > 0 if strict else value >= 0) or \
+            value is not None and value == float("inf"):
+        raise UsageError(f"{name} must be {'>' if strict else '>='} 0 and finite, got {value}")
+    return value
+
+
 def validate(args: dict) -> dict:
     """Check everything that can be checked without Spark; returns typed options."""
     import pyarrow.dataset as ds
@@ -105,9 +190,9 @@ def validate(args: dict) -> dict:
     from datagen.errors import GeneratorError
     from datagen.orders import names as order_names
     from joins import registry
-    from joins.online.source import check_order
+    from joins.online.source import JoinGraph, SourceError, check_order
 
-    for req in ("operator", "r", "s", "joiners"):
+    for req in ("operator", "joiners"):
         if req not in args:
             raise UsageError(f"missing {req}=")
     op = args["operator"]
@@ -120,7 +205,14 @@ def validate(args: dict) -> dict:
     if joiners < 1:
         raise UsageError(f"joiners must be >= 1, got {joiners}")
     on = args.get("on", "key")
-    schemas = {side: parquet_schema(args[side]) for side in ("r", "s")}
+    paths = _inputs(args)
+    if len(paths) > 2 and op != "mjoin":
+        raise UsageError(f"{op} joins two inputs; operator=mjoin joins {len(paths)}")
+    try:
+        graph = JoinGraph.parse(list(paths), on)
+    except SourceError as e:
+        raise UsageError(str(e)) from e
+    schemas = {name: parquet_schema(path) for name, path in paths.items()}
     band = None
     if args.get("band") not in (None, "", "none"):
         try:
@@ -131,7 +223,13 @@ def validate(args: dict) -> dict:
             raise UsageError(f"band must be >= 0, got {band}")
         if op == "shj":
             raise UsageError("shj is an equi-join operator; drop band= or pick a grid operator")
-    _check_keys(schemas, on, band)
+    time = args.get("time") or None
+    if "inputs" not in args and graph.shared:  # the batch CLI's messages for r= and s=
+        check_key({"r": schemas["R"], "s": schemas["S"]}, on)
+    _check_graph(schemas, graph, band, time)
+    tick, window = _positive(args, "tick", True), _positive(args, "window", False)
+    if (tick is not None or window is not None) and time is None:
+        raise UsageError("tick= and window= need an event-time column: time=COLUMN")
     order = args.get("order", "random")
     if order not in order_names():
         raise UsageError(f"unknown order {order!r}; valid: {', '.join(order_names())}")
@@ -145,7 +243,8 @@ def validate(args: dict) -> dict:
     opts = dict(operator=op, joiners=joiners, on=on, band=band, order=order,
                 controller=controller, spill=spill, seed=_typed(args, "seed", int, 0),
                 batch_size=_typed(args, "batch_size", int, 50_000),
-                k=_typed(args, "k", float), progress=_typed(args, "progress", bool, True))
+                k=_typed(args, "k", float), progress=_typed(args, "progress", bool, True),
+                time=time, tick=tick, window=window)
     if opts["batch_size"] < 1:
         raise UsageError("batch_size must be >= 1")
     # budget: tuples per worker; checkpoint_every=0 never cuts the lineage
@@ -165,9 +264,13 @@ def validate(args: dict) -> dict:
         check_order(order, opts["seed"], opts["k"])
     except GeneratorError as e:
         raise UsageError(f"order {order}: {e}") from e
-    rows = [ds.dataset(args[side], format="parquet").count_rows() for side in ("r", "s")]
+    rows = [ds.dataset(path, format="parquet").count_rows() for path in paths.values()]
+    if "rescale" in args:
+        opts["rescale"] = _rescale(args["rescale"], op, sum(rows))
     extra = {k: v for k, v in args.items() if k not in _ENGINE}
-    opts.update(_policy_check(op, joiners, opts, extra, *rows))
+    opts.update(_policy_check(op, joiners, {**opts, "graph": graph}, extra, rows[0],
+                              sum(rows[1:])))
+    opts["paths"] = paths
     return opts
 
 
@@ -199,7 +302,9 @@ def main(argv: list[str]) -> int:
     from joins.online import run_stream
 
     spark = get_spark(**spark_preset_or_usage_error(args.get("spark", "local")))
-    res = run_stream(spark, args["r"], args["s"], output=args.get("out"), cost=cost, **opts)
+    paths = opts.pop("paths")
+    data = dict(r=args["r"], s=args["s"]) if "inputs" not in args else dict(inputs=paths)
+    res = run_stream(spark, output=args.get("out"), cost=cost, **data, **opts)
     _print_batches(res.metrics)
     print(f"calibration: {calibration}")
     for k, v in res.summary.items():
