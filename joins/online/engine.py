@@ -347,9 +347,9 @@ class Engine:
                                migration_tuples=transfer.total, migration_end_batch=-1, **info))
 
         cleanup = self.cfg.spill == "evict"
-        if cleanup and not isinstance(pol, Static):
-            raise ValueError("spill='evict' (clean-up phase) supports static layouts and "
-                             "relocation only")
+        if cleanup and not (isinstance(pol, Static) or pol.layout.move_mode == "boundary"):
+            raise ValueError("spill='evict' (clean-up phase) supports static layouts and moves "
+                             "at batch boundaries (relocation, hash rescaling) only")
         if cleanup and pol.layout.kind == "biclique":
             raise ValueError("spill='evict' needs a layout where each pair meets at one worker "
                              "(grid or hash); a join-biclique stores R and S apart")

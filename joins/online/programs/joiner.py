@@ -132,16 +132,18 @@ class Joiner(Program):
         cfg = ctx.config
         if cfg.window is not None and np.isfinite(ctx.watermark):
             cut = ctx.watermark - cfg.window
-            gone = []
             for rel in (0, 1):
                 store = ws.side(rel)
+                if store.ts is None:  # nothing stored yet
+                    continue
                 old = store.ts < cut
                 if old.any():
-                    gone.append(store.seq[old])
                     c["expired"] += int(old.sum())
                     ws.set_side(rel, store.select(~old))
             for box in ws.outbox.values():
                 for rel in (0, 1):
+                    if box[rel].ts is None:
+                        continue
                     old = box[rel].ts < cut
                     if old.any():
                         if not ws.handoff:

@@ -144,7 +144,7 @@ class MJoin(Program):
             pi, si = expand(lo, hi)
             rows_y = order[si]
             keep = ws.tables[y].seq[rows_y] < anchor_seq[anchor[pi]]
-            if win is not None:
+            if win is not None and len(rows_y):
                 keep &= ws.tables[y].ts[rows_y] >= anchor_ts[anchor[pi]] - win
             pi, rows_y = pi[keep], rows_y[keep]
             combo = {k: v[pi] for k, v in combo.items()}
@@ -206,13 +206,16 @@ class MJoin(Program):
         if cfg.window is not None and np.isfinite(ctx.watermark):
             cut = ctx.watermark - cfg.window
             for i, t in list(ws.tables.items()):
+                if t.ts is None:
+                    continue
                 old = t.ts < cut
                 if old.any():
                     c["expired"] += int(old.sum())
                     self._set(ws, i, t.select(~old))
             for box in ws.outbox.values():
                 for i, rows in list(box.items()):
-                    box[i] = rows.select(rows.ts >= cut)
+                    if rows.ts is not None:
+                        box[i] = rows.select(rows.ts >= cut)
         if cfg.budget_tuples is None:
             return False
         over = max(0, sum(len(t) for t in ws.tables.values()) - cfg.budget_tuples)
