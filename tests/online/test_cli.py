@@ -3,10 +3,13 @@ models its cost with the machine's calibration."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 import experiments.spark_session
+from joins.cli_checks import MARKER, mark_output_folder
 from joins.online.cli import main
 
 
@@ -36,7 +39,15 @@ def no_spark(monkeypatch):
     (["operator=dynamic", "joiners=4", "order=zigzag"], "unknown order"),
     (["operator=shj", "joiners=4", "band=1"], "equi-join operator"),
     (["operator=dynamic", "joiners=4", "controller=psychic"], "controller must be"),
-    (["operator=dynamic", "joiners=4", "epsilon=0.5"], "unknown parameters"),
+    (["operator=dynamic", "joiners=4", "epsilon=0.5"],
+     "unknown parameter epsilon= for dynamic; did you mean eps=? (its parameters: decide_on, "
+     "eps, initial, jump, warmup; engine options: band, "),
+    (["operator=dynamic", "joiners=4", "param.eps=0.5"], "param.eps= for dynamic; did you mean eps=?"),
+    (["operator=dynamic", "joiners=4", "extra=1"], "unknown parameter extra= for dynamic"),
+    (["operator=dynamic", "joiners=4", "n_r=1"], "unknown parameter n_r= for dynamic"),
+    (["operator=static_mid", "joiners=4", "batchsize=10"],
+     "unknown parameter batchsize= for static_mid; did you mean batch_size=? (its parameters: "
+     "none; "),
     (["operator=dynamic", "joiners=4", "notkeyvalue"], "expected key=value"),
     # numeric options that are not numbers
     (["operator=dynamic", "joiners=4", "k=abc"], "k must be float, got 'abc'"),
@@ -56,11 +67,80 @@ def no_spark(monkeypatch):
     (["operator=dynamic", "joiners=4", "migration_rate=nan"], "migration_rate must be > 0"),
     (["operator=dynamic", "joiners=4", "migration_rate=inf"], "migration_rate must be > 0"),
     (["operator=static_mid", "joiners=4", "band=nan"], "band must be >= 0, got nan"),
+    # an empty path would be the current folder
+    (["operator=static_mid", "joiners=4", "out="], "out= needs a path"),
+    (["operator=static_mid", "joiners=4", "metrics= "], "metrics= needs a path"),
+    (["operator=static_mid", "joiners=4", "force=maybe"], "force must be bool, got 'maybe'"),
 ])
 def test_bad_input_exits_2(files, capsys, args, message):
     base = [f"r={files / 'R.parquet'}", f"s={files / 'S.parquet'}"]
     assert main(base + args) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_no_arguments_is_a_usage_error_and_help_anywhere_is_usage(capsys):
+    assert main([]) == 2
+    assert "python -m joins stream operator=" in capsys.readouterr().out
+    for argv in (["--help"], ["-h"], ["operator=dynamic", "--help"]):
+        assert main(argv) == 0
+        assert "python -m joins stream operator=" in capsys.readouterr().out
+
+
+def _stream(files, *extra):
+    return ["operator=static_mid", "joiners=4", f"r={files / 'R.parquet'}",
+            f"s={files / 'S.parquet'}", "progress=false", *extra]
+
+
+@pytest.mark.usefixtures("no_spark")
+def test_existing_out_folder_is_refused_and_left_alone(files, capsys):
+    out = files / "OUT.parquet"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main(_stream(files, f"out={out}")) == 2
+    assert capsys.readouterr().err == f"error: output {out} exists; remove it or choose " \
+        "another path\n"
+    assert main(_stream(files, f"out={out}", "force=true")) == 2  # no marker: not ours
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: output {out} exists and was not written by this tool (no "
+                          "_joins_output.json in it") and err.count("\n") == 1
+    mark_output_folder(out, "test")  # ours, but a user's file was put in it later
+    (out / "later.txt").write_text("mine too")
+    assert main(_stream(files, f"out={out}", "force=true")) == 2
+    assert "holds files this tool did not write (later.txt)" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "later.txt").read_text() == "mine too"
+
+
+@pytest.mark.usefixtures("no_spark")
+def test_metrics_path_is_checked_before_spark(files, capsys):
+    (files / "folder").mkdir()
+    (files / "m.parquet").write_text("mine")
+    for metrics, message in [
+        (files / "folder", f"metrics {files / 'folder'} is a folder; give a file path"),
+        (files / "m.parquet", f"metrics {files / 'm.parquet'} exists; remove it or choose "
+         "another path"),
+        (files / "m.parquet force=true", f"metrics {files / 'm.parquet'} exists and was not "
+         "written by this tool"),
+        (files / "R.parquet", f"metrics {files / 'R.parquet'} exists"),
+        (files / "OUT.parquet" / "m.parquet", "out= and metrics= overlap"),
+    ]:
+        metrics, _, extra = str(metrics).partition(" ")
+        out = [f"out={files / 'OUT.parquet'}"] if "overlap" in message else []
+        assert main(_stream(files, f"metrics={metrics}", *out, *extra.split())) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
+    assert (files / "m.parquet").read_text() == "mine"
+
+
+@pytest.mark.usefixtures("no_spark")
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("option", ["out=/proc/b7.parquet", "metrics=/proc/m.parquet"])
+def test_unwritable_output_is_one_line_before_spark(files, capsys, option):
+    path = option.partition("=")[2]
+    assert main(_stream(files, option)) == 2
+    assert capsys.readouterr().err == f"error: cannot write {path}: cannot create anything in " \
+        "/proc (No such file or directory)\n"
 
 
 @pytest.mark.usefixtures("no_spark")
@@ -83,15 +163,23 @@ def test_missing_file_exits_2(files, capsys):
 
 def test_metrics_use_the_calibrated_cost_model(files, capsys, monkeypatch, spark):
     """The CLI's modeled cost is the figures' (experiments' calibration), not the engine's
-    uncalibrated defaults, and says which calibration it used."""
+    uncalibrated defaults, and says which calibration it used. Its outputs are marked as its
+    own: a second run refuses them, and force=true replaces them."""
     from experiments.cost_model import load_calibration
     from experiments.kinds.online_join import cost_model
     from joins.online import CostModel
 
     monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **k: spark)
     out = files / "metrics.parquet"
-    assert main(["operator=static_mid", "joiners=4", f"r={files / 'R.parquet'}",
-                 f"s={files / 'S.parquet'}", "progress=false", f"metrics={out}"]) == 0
+    rows = files / "OUT.parquet"
+    argv = ["operator=static_mid", "joiners=4", f"r={files / 'R.parquet'}",
+            f"s={files / 'S.parquet'}", "progress=false", f"metrics={out}", f"out={rows}"]
+    assert main(argv) == 0
+    assert pd.read_parquet(rows).to_dict("list") == {"l_key": [1], "l_a": [1], "r_key": [1],
+                                                     "r_b": [1]}
+    assert (rows / MARKER).is_file()
+    assert main(argv) == 2 and "exists" in capsys.readouterr().err
+    assert main([*argv, "force=true"]) == 0
     cal = load_calibration()
     cost = cost_model(cal)
     assert cost != CostModel()
