@@ -4,7 +4,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed-$(shell cksum < requirements.lock | cut -d' ' -f1)
+# "-path": the stamp of a venv that also has this checkout on its path (skewjoins.pth), so
+# `.venv/bin/python -m joins` (datagen, experiments) works from any folder
+STAMP := $(VENV)/.installed-$(shell cksum < requirements.lock | cut -d' ' -f1)-path
 SCALE ?= small
 SPARK ?= local
 ARGS ?=
@@ -27,6 +29,8 @@ help:
 $(STAMP): requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --disable-pip-version-check -q -r requirements.lock
+	$(PY) -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_path("purelib"), \
+	    "skewjoins.pth").write_text(sys.argv[1] + "\n")' "$(CURDIR)"
 	@rm -f $(VENV)/.installed-* && touch $@
 
 setup: $(STAMP)

@@ -123,18 +123,57 @@ def _state(folder: Path, digest: str) -> str:
     return "other"
 
 
+def _foreign_files(folder: Path, manifest: Mapping[str, Any]) -> list[str]:
+    """Files in a generated folder that generation did not write (e.g. a user's own)."""
+    tables = {f"{t}.parquet" for t in manifest.get("rows", {})}
+    foreign = []
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder)
+        ours = (rel.as_posix() == MANIFEST
+                or (rel.parts[0] in tables and len(rel.parts) == 1 and p.is_dir())
+                or (rel.parts[0] in tables and len(rel.parts) == 2 and p.is_file()
+                    and rel.name.startswith("part-") and rel.suffix == ".parquet"))
+        if not ours:
+            foreign.append(rel.as_posix())
+    return foreign
+
+
+def check_target(folder: Path, digest: str, force: bool = False) -> str:
+    """The state of an output folder (see :func:`_state`), or a GeneratorError if generating
+    into it would replace anything that generation did not write: an existing folder of other
+    content is refused, and ``force`` replaces only a generated input (its manifest) holding
+    nothing else."""
+    state = _state(folder, digest)
+    if state == "other" and not force:
+        raise GeneratorError(f"output folder {folder} exists with other content; choose an empty "
+                             "or new folder (force=true replaces only a generated input)")
+    if force and state in ("same", "other"):
+        try:
+            manifest = read_manifest(folder)
+        except (GeneratorError, ValueError, OSError):
+            manifest = None
+        if not isinstance(manifest, dict) or "config_hash" not in manifest:
+            raise GeneratorError(f"output folder {folder} is not a generated input (no {MANIFEST});"
+                                 " force=true replaces only those: remove it or choose another "
+                                 "folder")
+        foreign = _foreign_files(folder, manifest)
+        if foreign:
+            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+            raise GeneratorError(f"output folder {folder} holds files generation did not write "
+                                 f"({foreign[0]}{more}); force=true would delete them: remove "
+                                 "them or choose another folder")
+    return state
+
+
 def materialize_into(folder: Path, generator: str, resolved: Mapping[str, Any], *, spark=None,
                      progress: bool = True, force: bool = False) -> Path:
     """Generate ``generator(resolved)`` into exactly ``folder`` (reused if already there)."""
     folder = Path(folder).absolute()  # Spark executors may run in another working directory
     code = code_fingerprint()  # once: the manifest records the code the key was made from
     digest = config_hash(generator, resolved, code)
-    state = _state(folder, digest)
+    state = check_target(folder, digest, force)
     if state == "same" and not force:
         return folder
-    if state == "other" and not force:
-        raise GeneratorError(f"output folder {folder} exists with other content; choose an empty "
-                             "or new folder (or force=true to replace it)")
     mod = registry.module(generator)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = folder.parent / f".tmp-{folder.name}-{uuid.uuid4().hex[:8]}"

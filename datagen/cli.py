@@ -10,7 +10,11 @@ Generator options besides its parameters: ``out=DIR`` (write exactly there; defa
 folder ``<root>/<generator>-<hash12>``), ``root=DIR``, ``spark=PRESET|MASTER`` (write chunks as
 Spark tasks: a ``conf/spark/`` preset such as ``local_cluster``, or a master URL such as
 ``local[2]``; default a local loop), ``force=true``, ``progress=false``.
-Bad input prints one line naming the valid choices and exits with code 2.
+An existing ``out=`` folder is reused if it holds the same input, else refused; ``force=true``
+regenerates it only if it is a generated input holding nothing else (a user's file is never
+deleted). ``rankfreq`` refuses an existing ``out=`` file.
+Bad input (an unwritable output too) prints one line naming the valid choices and exits with
+code 2 before anything is generated. ``python -m datagen COMMAND --help`` shows its usage.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from datagen import orders, registry
 from datagen.errors import GeneratorError
+from datagen.outputs import probe_writable
 from datagen.params import coerce, parse_cli_value
 
 RUN_OPTIONS = ("out", "root", "spark", "force", "progress")
@@ -55,18 +60,45 @@ def _list() -> int:
     return 0
 
 
+RANKFREQ_USAGE = ("usage: python -m datagen rankfreq PATH column=key out=plot.png [table=T] "
+                  "[fit_min_freq=10] [fit_max_rank=N]")
+
+
+def _help(cmd: str) -> str:
+    """One command's usage: its options, and a generator's parameters with their defaults."""
+    import dataclasses
+
+    if cmd == "list":
+        return "usage: python -m datagen list"
+    if cmd == "rankfreq":
+        return RANKFREQ_USAGE
+    mod = registry.module(cmd)
+    lines = [f"usage: python -m datagen {cmd} [name=value ...] [out=DIR | root=DIR] "
+             "[spark=PRESET|MASTER] [force=true] [progress=false]", registry.describe(cmd)]
+    params = getattr(mod, "Params", None)
+    if dataclasses.is_dataclass(params):
+        lines.append("parameters: " + ", ".join(
+            f"{f.name}={f.default!r}" if f.default is not dataclasses.MISSING else f.name
+            for f in dataclasses.fields(params)))
+    return "\n".join(lines)
+
+
 def _rankfreq(args: list[str]) -> int:
     from datagen.rankfreq import plot_rankfreq
 
     if not args or "=" in args[0]:
-        raise GeneratorError("usage: python -m datagen rankfreq PATH column=key out=plot.png")
+        raise GeneratorError(RANKFREQ_USAGE)
     kw = parse_pairs(args[1:])
     bad = sorted(set(kw) - set(RANKFREQ_OPTIONS))
     if bad:
         raise GeneratorError(f"unknown option(s) {', '.join(bad)} for rankfreq; valid: "
                              f"{', '.join(RANKFREQ_OPTIONS)}")
+    out = Path(str(kw.get("out", "rankfreq.png")))
+    if out.exists() or out.is_symlink():
+        raise GeneratorError(f"output {out} exists; remove it or choose another path")
+    probe_writable(out)
     res = plot_rankfreq(
-        args[0], str(kw.get("column", "key")), str(kw.get("out", "rankfreq.png")),
+        args[0], str(kw.get("column", "key")), str(out),
         table=None if kw.get("table") is None else str(kw["table"]),
         fit_min_freq=coerce("fit_min_freq", kw.get("fit_min_freq", 10), int),
         fit_max_rank=coerce("fit_max_rank", kw.get("fit_max_rank"), int | None),
@@ -83,6 +115,15 @@ def _generate(name: str, args: list[str]) -> int:
     kw = parse_pairs(args)
     opts = {k: kw.pop(k) for k in RUN_OPTIONS if k in kw}
     resolved = cache.resolve(name, kw)
+    progress = coerce("progress", opts.get("progress", True), bool)
+    force = coerce("force", opts.get("force", False), bool)
+    if opts.get("out"):  # refuse an output that is not ours, or cannot be written, before Spark
+        target = Path(str(opts["out"])).absolute()
+        if cache.check_target(target, cache.config_hash(name, resolved), force) != "same" \
+                or force:
+            probe_writable(target)
+    elif opts.get("root"):
+        probe_writable(Path(str(opts["root"])) / name)
     spark = None
     if opts.get("spark"):
         from experiments.spark_session import SparkConfigError, get_spark, spark_preset
@@ -93,8 +134,6 @@ def _generate(name: str, args: list[str]) -> int:
             spark = get_spark(master) if looks_like_url else get_spark(**spark_preset(master))
         except SparkConfigError as exc:
             raise GeneratorError(str(exc)) from None
-    progress = coerce("progress", opts.get("progress", True), bool)
-    force = coerce("force", opts.get("force", False), bool)
     if opts.get("out"):
         folder = cache.materialize_into(Path(str(opts["out"])), name, resolved, spark=spark,
                                         progress=progress, force=force)
@@ -113,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 0 if argv else 2
     try:
+        if any(a in ("-h", "--help") for a in argv[1:]):
+            print(_help(argv[0]))
+            return 0
         if argv[0] == "list":
             return _list()
         if argv[0] == "rankfreq":

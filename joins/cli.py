@@ -2,28 +2,40 @@
 
     python -m joins list
     python -m joins run algorithm=am_join left=A.parquet right=B.parquet on=key how=left \
-        out=OUT.parquet [executors=E] [partitions=P] [spark=local] [param.<name>=value]
+        out=OUT.parquet [executors=E] [partitions=P] [spark=local] [param.<name>=value] \
+        [force=true]
     python -m joins stream operator=dynamic r=R.parquet s=S.parquet on=key joiners=J ...
 
-Inputs are checked (files, key column, types, algorithm, join type) before Spark starts.
+Inputs are checked (files, key column, types, algorithm, join type, parameter names, a new and
+writable output) before Spark starts. An existing output is never overwritten; ``force=true``
+replaces only an output this tool wrote (marked by ``_joins_output.json`` in its folder).
+``python -m joins COMMAND --help`` shows one command's usage.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from joins.cli_checks import (
+    CliError,
+    check_distinct,
+    check_output_folder,
+    check_params,
+    closest,
+    mark_output_folder,
+    output_path,
+)
 from joins.registry import ALGORITHMS, UnknownAlgorithm, get
 
 USAGE = __doc__
-
-
-class CliError(ValueError):
-    pass
+RUN_USAGE = ("usage: python -m joins run algorithm=NAME left=A.parquet right=B.parquet on=key "
+             "how=inner|left|right|full out=OUT.parquet [executors=4] [partitions=3*executors] "
+             "[seed=0] [memory_budget_bytes=B] [record_bytes=N] [spark=local] [force=true] "
+             "[param.<name>=value]\n(python -m joins list names the algorithms)")
 
 
 def parse_kv(argv: list[str]) -> dict[str, str]:
@@ -76,17 +88,12 @@ def number_option(opts: dict[str, str], name: str, cast: type[int] | type[float]
     return value
 
 
-def check_output(out: Path) -> None:
-    """The output must be new, and its nearest existing folder writable (Spark creates the rest)."""
-    if out.exists():
-        raise CliError(f"output {out} exists; remove it or choose another path")
-    folder = out.absolute().parent
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise CliError(f"cannot write {out}: {folder} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise CliError(f"cannot write {out}: folder {folder} is not writable")
+def flag_option(opts: dict[str, str], name: str) -> bool:
+    """``opts[name]`` as true/false (absent: false)."""
+    value = opts.get(name, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise CliError(f"{name} must be true or false, got {opts[name]!r}")
+    return value == "true"
 
 
 def spark_preset_or_usage_error(name: str) -> dict[str, Any]:
@@ -110,16 +117,19 @@ def cmd_list() -> int:
 
 def cmd_run(opts: dict[str, str]) -> int:
     required = ("algorithm", "left", "right", "out")
+    known = set(required) | {"on", "how", "executors", "partitions", "spark", "seed",
+                             "memory_budget_bytes", "record_bytes", "force"}
+    unknown = [k for k in opts if k not in known and not k.startswith("param.")]
+    if unknown:
+        guess = closest(unknown[0], known)
+        hint = f"; did you mean {guess}?" if guess else ""
+        raise CliError(f"unknown option(s) {', '.join(unknown)}{hint} (valid: "
+                       f"{', '.join(sorted(known))}, param.<name>)")
     missing = [k for k in required if k not in opts]
     if missing:
         raise CliError(f"missing {', '.join(missing)} (usage: python -m joins run "
-                       "algorithm=NAME left=A.parquet right=B.parquet on=key how=inner out=OUT)")
-    known = set(required) | {"on", "how", "executors", "partitions", "spark", "seed",
-                             "memory_budget_bytes", "record_bytes"}
-    unknown = [k for k in opts if k not in known and not k.startswith("param.")]
-    if unknown:
-        raise CliError(f"unknown option(s) {', '.join(unknown)}; valid: {', '.join(sorted(known))}"
-                       ", param.<name>")
+                       "algorithm=NAME left=A.parquet right=B.parquet on=key how=inner out=OUT; "
+                       "python -m joins run --help)")
     try:
         algo = get(opts["algorithm"], kind="batch")
     except UnknownAlgorithm as exc:
@@ -127,9 +137,11 @@ def cmd_run(opts: dict[str, str]) -> int:
     how, on = opts.get("how", "inner"), opts.get("on", "key")
     if how not in algo.join_types:
         raise CliError(f"{algo.name} cannot do {how!r} joins; it does: {', '.join(algo.join_types)}")
+    check_params(algo, [k.removeprefix("param.") for k in opts if k.startswith("param.")])
     check_key({"left": parquet_schema(opts["left"]), "right": parquet_schema(opts["right"])}, on)
-    out = Path(opts["out"])
-    check_output(out)
+    out = output_path("out", opts["out"])
+    replace = check_output_folder(out, force=flag_option(opts, "force"))
+    check_distinct({"out": opts["out"]}, {"left": opts["left"], "right": opts["right"]})
     executors = number_option(opts, "executors", int, 4, minimum=1)
     partitions = number_option(opts, "partitions", int, 3 * executors, minimum=1)
     seed = number_option(opts, "seed", int, 0, minimum=0)
@@ -153,8 +165,10 @@ def cmd_run(opts: dict[str, str]) -> int:
     with TaskMetricsCapture(spark) as cap:
         result = algo.load()(ctx, left, right, JoinSpec(on=on, how=how))
         with sql_conf(spark, result.sql_conf):
-            result.output.write.parquet(str(out))
+            result.output.write.mode("overwrite" if replace else "errorifexists").parquet(str(out))
     wall = time.perf_counter() - t0
+    mark_output_folder(out, "python -m joins run", algorithm=algo.name, how=how, on=on,
+                       left=opts["left"], right=opts["right"], params=params)
     rows = spark.read.parquet(str(out)).count()
     calibration = load_calibration()
     summary = cap.result.summary()
@@ -182,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
+    if cmd in ("list", "run") and any(a in ("-h", "--help") for a in rest):
+        print("usage: python -m joins list" if cmd == "list" else RUN_USAGE)
+        return 0
     try:
         if cmd == "list":
             return cmd_list()

@@ -4,32 +4,44 @@
         order=random|fluct k=4 [band=W] [controller=exact|sampled] out=OUT.parquet \\
         [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk|evict] \\
         [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)] \\
-        [time=COLUMN [tick=T] [window=W]] [rescale=AT:UNITS[,AT:UNITS...]]
+        [time=COLUMN [tick=T] [window=W]] [rescale=AT:UNITS[,AT:UNITS...]] [force=true]
     python -m joins stream operator=mjoin inputs=A=a.parquet,B=b.parquet,C=c.parquet \\
         on=k|A.x=B.x,B.y=C.y joiners=4 out=OUT.parquet ...
 
 Bad input (missing file or column, key types that differ, a band on non-numeric keys, unknown
-operator or order, J < 1, a parameter the operator or the order rejects, ...) is reported with
-a clear message and exit code 2 before Spark starts. Output columns are R's prefixed ``l_`` and
-S's ``r_`` (``<name>_`` for ``inputs=``), and ``phase`` (normal, cleanup). ``rescale=`` changes
-a static operator's units at the given arrival numbers (a joiner count, or ``R+S`` units for
-join_biclique), to drive elasticity by hand. Modeled cost uses the machine's
-calibration (``make calibrate``, else the committed default), printed as ``calibration``.
+operator or order, J < 1, a parameter the operator or the order rejects, an unknown parameter,
+an existing or unwritable out= or metrics=, ...) is reported in one line with exit code 2
+before Spark starts. An existing output is never overwritten: ``force=true`` replaces only
+outputs this tool wrote (an out= folder holding its ``_joins_output.json``, a metrics= file it
+marked). Output columns are R's prefixed ``l_`` and S's ``r_`` (``<name>_`` for ``inputs=``),
+and ``phase`` (normal, cleanup). ``rescale=`` changes a static operator's units at the given
+arrival numbers (a joiner count, or ``R+S`` units for join_biclique), to drive elasticity by
+hand. Modeled cost uses the machine's calibration (``make calibrate``, else the committed
+default), printed as ``calibration``.
 """
 
 from __future__ import annotations
 
-import inspect
 import sys
 from pathlib import Path
 
 from joins.cli import CliError, check_key, parquet_schema, spark_preset_or_usage_error
+from joins.cli_checks import (
+    algorithm_params,
+    check_distinct,
+    check_output_file,
+    check_output_folder,
+    closest,
+    mark_output_folder,
+    output_path,
+    write_marked_parquet,
+)
 
 USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
            "metrics", "batch_size", "budget", "spill", "seed", "partitions", "spark",
            "progress", "checkpoint_every", "migration_rate", "inputs", "time", "tick", "window",
-           "rescale"}
+           "rescale", "force"}
 
 
 class UsageError(CliError):
@@ -59,6 +71,12 @@ def _typed(args: dict, name: str, tp, default=None):
         raise UsageError(str(e)) from e
 
 
+def _factory_params(factory) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(factory).parameters)
+
+
 def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s: int) -> dict:
     """The operator's own parameters, typed by its signature and checked by building its
     policy once (e.g. DYNAMIC's eps, warmup, decide_on), all without Spark."""
@@ -66,19 +84,36 @@ def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s:
 
     from joins import registry
 
-    factory = registry.get(op, "online").load()
+    algo = registry.get(op, "online")
+    factory = algo.load()
     hints = typing.get_type_hints(factory)
-    unknown = sorted(set(extra) - set(inspect.signature(factory).parameters) - {"graph"})
-    if unknown:
-        raise UsageError(f"unknown parameters for {op}: {unknown}")
+    valid = algorithm_params(algo)
+    for name in sorted(set(extra) - set(valid)):
+        bare = name.removeprefix("param.")
+        guess = bare if bare in valid else closest(bare, [*valid, *_ENGINE])
+        hint = f"; did you mean {guess}=?" if guess else ""
+        raise UsageError(f"unknown parameter {name}= for {op}{hint} (its parameters: "
+                         f"{', '.join(valid) or 'none'}; engine options: "
+                         f"{', '.join(sorted(_ENGINE))})")
     typed = {k: _typed(extra, k, hints.get(k, typing.Any)) for k in extra}
-    graph = {"graph": opts["graph"]} if "graph" in inspect.signature(factory).parameters else {}
+    graph = {"graph": opts["graph"]} if "graph" in _factory_params(factory) else {}
     try:
         factory(joiners, n_r=n_r, n_s=n_s, seed=opts["seed"], controller=opts["controller"],
                 band=opts["band"], **graph, **typed)
     except (ValueError, TypeError) as e:
         raise UsageError(f"{op}: {e}") from e
     return typed
+
+
+def _check_outputs(args: dict, paths: dict[str, str]) -> None:
+    """out= (a Parquet folder) and metrics= (a Parquet file): new and writable, or replaced
+    with force=true only if this tool wrote them; neither overlaps an input or the other."""
+    force = _typed(args, "force", bool, False)
+    if "out" in args:
+        check_output_folder(output_path("out", args["out"]), force)
+    if "metrics" in args:
+        check_output_file(output_path("metrics", args["metrics"]), force, what="metrics")
+    check_distinct({"out": args.get("out"), "metrics": args.get("metrics")}, paths)
 
 
 def calibrated_cost():
@@ -213,6 +248,7 @@ def validate(args: dict) -> dict:
     except SourceError as e:
         raise UsageError(str(e)) from e
     schemas = {name: parquet_schema(path) for name, path in paths.items()}
+    _check_outputs(args, paths)
     band = None
     if args.get("band") not in (None, "", "none"):
         try:
@@ -288,15 +324,15 @@ def _print_batches(metrics) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE)
-        return 0
+    if not argv or argv[0] == "help" or any(a in ("-h", "--help") for a in argv):
+        print(f"usage:\n{USAGE}")
+        return 0 if argv else 2
     try:
         args = parse(argv)
         opts = validate(args)
         calibration, cost = calibrated_cost()
     except CliError as e:
-        print(f"error: {e}\n\nusage:\n{USAGE}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 2
     from experiments.spark_session import get_spark
     from joins.online import run_stream
@@ -305,6 +341,9 @@ def main(argv: list[str]) -> int:
     paths = opts.pop("paths")
     data = dict(r=args["r"], s=args["s"]) if "inputs" not in args else dict(inputs=paths)
     res = run_stream(spark, output=args.get("out"), cost=cost, **data, **opts)
+    if args.get("out"):
+        mark_output_folder(args["out"], "python -m joins stream", operator=args["operator"],
+                           on=opts["on"], **paths)
     _print_batches(res.metrics)
     print(f"calibration: {calibration}")
     for k, v in res.summary.items():
@@ -312,9 +351,9 @@ def main(argv: list[str]) -> int:
             print(f"{k}: {v}")
     if "metrics" in args:
         Path(args["metrics"]).parent.mkdir(parents=True, exist_ok=True)
-        res.metrics.assign(calibration=calibration,
-                           calibration_id=cost.calibration_id).to_parquet(args["metrics"],
-                                                                          index=False)
+        write_marked_parquet(res.metrics.assign(calibration=calibration,
+                                                calibration_id=cost.calibration_id),
+                             args["metrics"], "python -m joins stream", operator=args["operator"])
     return 0
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from joins.cli import main
+from joins.cli_checks import mark_output_folder
 
 
 class SparkStarted(Exception):
@@ -53,12 +56,107 @@ def test_output_folder_must_be_a_folder(files, capsys):
         f"{files}/plain is not a folder\n"
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_unwritable_output_is_one_line_before_spark(files, capsys):
+    """/proc takes no new files even for root, for whom os.access says it is writable."""
+    assert main(args(files, out="/proc/b7.parquet")) == 2
+    assert capsys.readouterr().err == "error: cannot write /proc/b7.parquet: cannot create " \
+        "anything in /proc (No such file or directory)\n"
+
+
 def test_output_folder_must_be_writable(files, capsys, monkeypatch):
-    # os.access stands in for a read-only folder: chmod does not stop root, who runs CI here
-    monkeypatch.setattr("joins.cli.os.access", lambda path, mode: str(path) != str(files))
-    assert main(args(files)) == 2
-    assert capsys.readouterr().err == f"error: cannot write {files}/OUT.parquet: " \
-        f"folder {files} is not writable\n"
+    """The check creates a file (here refused, as in a read-only folder) and leaves nothing."""
+    def refuse(**_kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("datagen.outputs.tempfile.mkstemp", refuse)
+    assert main(args(files, out="new/deeper/OUT.parquet")) == 2
+    assert capsys.readouterr().err == f"error: cannot write {files}/new/deeper/OUT.parquet: " \
+        f"cannot create anything in {files}/new/deeper (Permission denied)\n"
+    assert not (files / "new").exists()  # the folders it made to try are gone
+
+
+def test_existing_output_is_refused_and_left_alone(files, capsys):
+    (files / "OUT.parquet").mkdir()
+    (files / "OUT.parquet" / "notes.txt").write_text("mine")
+    for extra in ([], ["force=true"]):
+        assert main(args(files, *extra)) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: output {files}/OUT.parquet exists") and err.count("\n") == 1
+    assert "_joins_output.json" in err  # force: only outputs this tool wrote (its marker)
+    assert (files / "OUT.parquet" / "notes.txt").read_text() == "mine"
+
+
+def test_force_replaces_only_an_output_this_tool_wrote(files, capsys):
+    out = files / "OUT.parquet"
+    out.mkdir()
+    (out / "part-0.parquet").write_bytes(b"x")
+    mark_output_folder(out, "test")
+    assert main(args(files)) == 2  # without force: refused
+    assert "exists; remove it" in capsys.readouterr().err
+    with pytest.raises(SparkStarted):  # ours and nothing else in it: force replaces it
+        main(args(files, "force=true"))
+    (out / "notes.txt").write_text("mine")  # a user's file in it: force refuses
+    assert main(args(files, "force=true")) == 2
+    assert "holds files this tool did not write (notes.txt)" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine"
+    assert main(args(files, "force=yes")) == 2
+    assert capsys.readouterr().err == "error: force must be true or false, got 'yes'\n"
+
+
+def test_empty_output_path_is_refused(files, capsys):
+    argv = args(files)
+    argv[-1] = "out="
+    assert main(argv) == 2
+    assert capsys.readouterr().err == "error: out= needs a path\n"
+
+
+def test_output_may_not_be_an_input(files, capsys):
+    pd.DataFrame({"key": [1]}).to_parquet(files / "C.parquet")
+    mark_output_folder(files, "test")  # even when force could replace the folder
+    assert main(["run", "algorithm=hash_join", f"left={files / 'A.parquet'}",
+                 f"right={files / 'B.parquet'}", f"out={files}", "force=true"]) == 2
+    assert "overlaps the input left=" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["param.hot_treshold=10"], "error: unknown parameter param.hot_treshold for am_join; did you "
+     "mean param.hot_threshold? (valid: param.broadcast_rule, "),
+    (["param.epsilon=1"], "error: unknown parameter param.epsilon for am_join (valid: "),
+    (["outt=X"], "error: unknown option(s) outt; did you mean out? (valid: algorithm, "),
+])
+def test_unknown_parameter_names_the_closest(files, capsys, extra, message):
+    argv = args(files, *extra)
+    argv[1] = "algorithm=am_join"
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1
+
+
+def test_parameter_of_an_algorithm_without_parameters(files, capsys):
+    assert main(args(files, "param.hot_threshold=10")) == 2
+    assert capsys.readouterr().err == "error: unknown parameter param.hot_threshold for " \
+        "hash_join (valid: none, hash_join takes no param.*)\n"
+
+
+def test_valid_parameters_reach_spark(files):
+    argv = args(files, "param.hot_threshold=10", "param.lambda=2")
+    argv[1] = "algorithm=am_join"
+    with pytest.raises(SparkStarted):
+        main(argv)
+
+
+@pytest.mark.parametrize("command", ["run", "list"])
+def test_help_after_a_command_is_its_usage(capsys, command):
+    assert main([command, "--help"]) == 0
+    assert capsys.readouterr().out.startswith(f"usage: python -m joins {command}")
+    assert main(["run", "algorithm=am_join", "-h"]) == 0
+
+
+def test_stream_without_arguments_is_a_usage_error(capsys):
+    assert main(["stream"]) == 2
+    assert "python -m joins stream operator=" in capsys.readouterr().out
+    assert main(["stream", "--help"]) == 0
 
 
 def test_good_options_reach_spark(files):

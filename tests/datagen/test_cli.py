@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from datagen import read_manifest
@@ -93,3 +95,54 @@ def test_spark_preset_name_starts_that_preset_and_generates(tmp_path, capsys, mo
     code, _, _ = _run(capsys, "dpair", "rows=300", "keys=10", "uniform_rows=0", "spark=local[2]",
                       f"out={tmp_path / 'e'}", "progress=false")
     assert code == 0 and asked[1][0] == ("local[2]",)
+
+
+def test_force_never_replaces_a_folder_generation_did_not_write(tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    code, _, err = _run(capsys, "dpair", "rows=100", "keys=10", f"out={mine}", "force=true")
+    assert code == 2 and "is not a generated input (no manifest.json)" in err
+    assert err.count("\n") == 1 and (mine / "notes.txt").read_text() == "mine"
+    out = tmp_path / "d"
+    args = ("dpair", "rows=100", "keys=10", "uniform_rows=0", f"out={out}", "progress=false")
+    assert _run(capsys, *args)[0] == 0
+    assert _run(capsys, *args, "force=true")[0] == 0  # a generated input is regenerated
+    (out / "R.parquet" / "notes.txt").write_text("mine")  # unless a user's file is in it
+    code, _, err = _run(capsys, *args, "force=true")
+    assert code == 2 and "holds files generation did not write (R.parquet/notes.txt)" in err
+    assert (out / "R.parquet" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_unwritable_output_is_one_line_before_spark(tmp_path, capsys, monkeypatch):
+    import experiments.spark_session as session
+
+    def refuse(*_a, **_kw):
+        raise AssertionError("Spark started before the output was checked")
+
+    monkeypatch.setattr(session, "get_spark", refuse)
+    for where in ("out=/proc/x", "root=/proc/cache"):
+        code, _, err = _run(capsys, "dpair", "rows=100", "keys=10", where, "spark=local[2]")
+        assert code == 2 and err.count("\n") == 1
+        assert "cannot write /proc/" in err and "cannot create anything in /proc" in err
+    code, _, err = _run(capsys, "rankfreq", str(tmp_path), "out=/proc/x.png")
+    assert code == 2 and "cannot write /proc/x.png" in err
+
+
+def test_rankfreq_refuses_an_existing_output(tmp_path, capsys):
+    (tmp_path / "plot.png").write_bytes(b"mine")
+    code, _, err = _run(capsys, "rankfreq", str(tmp_path), f"out={tmp_path / 'plot.png'}")
+    assert code == 2 and f"output {tmp_path / 'plot.png'} exists" in err
+    assert (tmp_path / "plot.png").read_bytes() == b"mine"
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("dpair", "--help"), "parameters: alpha=0.5, "),
+    (("dpair", "alpha=1", "-h"), "usage: python -m datagen dpair"),
+    (("rankfreq", "--help"), "usage: python -m datagen rankfreq PATH"),
+    (("list", "-h"), "usage: python -m datagen list"),
+])
+def test_help_after_a_command_is_its_usage(capsys, args, needle):
+    code, out, _ = _run(capsys, *args)
+    assert code == 0 and needle in out

@@ -3,10 +3,13 @@ models its cost with the machine's calibration."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 import experiments.spark_session
+from joins.cli_checks import MARKER, mark_output_folder
 from joins.online.cli import main
 
 
@@ -36,7 +39,15 @@ def no_spark(monkeypatch):
     (["operator=dynamic", "joiners=4", "order=zigzag"], "unknown order"),
     (["operator=shj", "joiners=4", "band=1"], "equi-join operator"),
     (["operator=dynamic", "joiners=4", "controller=psychic"], "controller must be"),
-    (["operator=dynamic", "joiners=4", "epsilon=0.5"], "unknown parameters"),
+    (["operator=dynamic", "joiners=4", "epsilon=0.5"],
+     "unknown parameter epsilon= for dynamic; did you mean eps=? (its parameters: decide_on, "
+     "eps, initial, jump, warmup; engine options: band, "),
+    (["operator=dynamic", "joiners=4", "param.eps=0.5"], "param.eps= for dynamic; did you mean eps=?"),
+    (["operator=dynamic", "joiners=4", "extra=1"], "unknown parameter extra= for dynamic"),
+    (["operator=dynamic", "joiners=4", "n_r=1"], "unknown parameter n_r= for dynamic"),
+    (["operator=static_mid", "joiners=4", "batchsize=10"],
+     "unknown parameter batchsize= for static_mid; did you mean batch_size=? (its parameters: "
+     "none; "),
     (["operator=dynamic", "joiners=4", "notkeyvalue"], "expected key=value"),
     # numeric options that are not numbers
     (["operator=dynamic", "joiners=4", "k=abc"], "k must be float, got 'abc'"),
@@ -56,11 +67,80 @@ def no_spark(monkeypatch):
     (["operator=dynamic", "joiners=4", "migration_rate=nan"], "migration_rate must be > 0"),
     (["operator=dynamic", "joiners=4", "migration_rate=inf"], "migration_rate must be > 0"),
     (["operator=static_mid", "joiners=4", "band=nan"], "band must be >= 0, got nan"),
+    # an empty path would be the current folder
+    (["operator=static_mid", "joiners=4", "out="], "out= needs a path"),
+    (["operator=static_mid", "joiners=4", "metrics= "], "metrics= needs a path"),
+    (["operator=static_mid", "joiners=4", "force=maybe"], "force must be bool, got 'maybe'"),
 ])
 def test_bad_input_exits_2(files, capsys, args, message):
     base = [f"r={files / 'R.parquet'}", f"s={files / 'S.parquet'}"]
     assert main(base + args) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("error: ")
+
+
+def test_no_arguments_is_a_usage_error_and_help_anywhere_is_usage(capsys):
+    assert main([]) == 2
+    assert "python -m joins stream operator=" in capsys.readouterr().out
+    for argv in (["--help"], ["-h"], ["operator=dynamic", "--help"]):
+        assert main(argv) == 0
+        assert "python -m joins stream operator=" in capsys.readouterr().out
+
+
+def _stream(files, *extra):
+    return ["operator=static_mid", "joiners=4", f"r={files / 'R.parquet'}",
+            f"s={files / 'S.parquet'}", "progress=false", *extra]
+
+
+@pytest.mark.usefixtures("no_spark")
+def test_existing_out_folder_is_refused_and_left_alone(files, capsys):
+    out = files / "OUT.parquet"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    assert main(_stream(files, f"out={out}")) == 2
+    assert capsys.readouterr().err == f"error: output {out} exists; remove it or choose " \
+        "another path\n"
+    assert main(_stream(files, f"out={out}", "force=true")) == 2  # no marker: not ours
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: output {out} exists and was not written by this tool (no "
+                          "_joins_output.json in it") and err.count("\n") == 1
+    mark_output_folder(out, "test")  # ours, but a user's file was put in it later
+    (out / "later.txt").write_text("mine too")
+    assert main(_stream(files, f"out={out}", "force=true")) == 2
+    assert "holds files this tool did not write (later.txt)" in capsys.readouterr().err
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "later.txt").read_text() == "mine too"
+
+
+@pytest.mark.usefixtures("no_spark")
+def test_metrics_path_is_checked_before_spark(files, capsys):
+    (files / "folder").mkdir()
+    (files / "m.parquet").write_text("mine")
+    for metrics, message in [
+        (files / "folder", f"metrics {files / 'folder'} is a folder; give a file path"),
+        (files / "m.parquet", f"metrics {files / 'm.parquet'} exists; remove it or choose "
+         "another path"),
+        (files / "m.parquet force=true", f"metrics {files / 'm.parquet'} exists and was not "
+         "written by this tool"),
+        (files / "R.parquet", f"metrics {files / 'R.parquet'} exists"),
+        (files / "OUT.parquet" / "m.parquet", "out= and metrics= overlap"),
+    ]:
+        metrics, _, extra = str(metrics).partition(" ")
+        out = [f"out={files / 'OUT.parquet'}"] if "overlap" in message else []
+        assert main(_stream(files, f"metrics={metrics}", *out, *extra.split())) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1
+    assert (files / "m.parquet").read_text() == "mine"
+
+
+@pytest.mark.usefixtures("no_spark")
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+@pytest.mark.parametrize("option", ["out=/proc/b7.parquet", "metrics=/proc/m.parquet"])
+def test_unwritable_output_is_one_line_before_spark(files, capsys, option):
+    path = option.partition("=")[2]
+    assert main(_stream(files, option)) == 2
+    assert capsys.readouterr().err == f"error: cannot write {path}: cannot create anything in " \
+        "/proc (No such file or directory)\n"
 
 
 @pytest.mark.usefixtures("no_spark")
@@ -83,15 +163,23 @@ def test_missing_file_exits_2(files, capsys):
 
 def test_metrics_use_the_calibrated_cost_model(files, capsys, monkeypatch, spark):
     """The CLI's modeled cost is the figures' (experiments' calibration), not the engine's
-    uncalibrated defaults, and says which calibration it used."""
+    uncalibrated defaults, and says which calibration it used. Its outputs are marked as its
+    own: a second run refuses them, and force=true replaces them."""
     from experiments.cost_model import load_calibration
     from experiments.kinds.online_join import cost_model
     from joins.online import CostModel
 
     monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **k: spark)
     out = files / "metrics.parquet"
-    assert main(["operator=static_mid", "joiners=4", f"r={files / 'R.parquet'}",
-                 f"s={files / 'S.parquet'}", "progress=false", f"metrics={out}"]) == 0
+    rows = files / "OUT.parquet"
+    argv = ["operator=static_mid", "joiners=4", f"r={files / 'R.parquet'}",
+            f"s={files / 'S.parquet'}", "progress=false", f"metrics={out}", f"out={rows}"]
+    assert main(argv) == 0
+    joined = pd.read_parquet(rows)
+    assert joined[["l_key", "l_a", "r_key", "r_b"]].values.tolist() == [[1, 1, 1, 1]]
+    assert (rows / MARKER).is_file()
+    assert main(argv) == 2 and "exists" in capsys.readouterr().err
+    assert main([*argv, "force=true"]) == 0
     cal = load_calibration()
     cost = cost_model(cal)
     assert cost != CostModel()
@@ -103,3 +191,76 @@ def test_metrics_use_the_calibrated_cost_model(files, capsys, monkeypatch, spark
     printed = capsys.readouterr().out
     assert f"calibration: {cal.id}" in printed
     assert f"calibration_id: {cost.calibration_id}" in printed
+
+
+@pytest.fixture
+def three(tmp_path):
+    for name, col in (("A", "a"), ("B", "b"), ("C", "c")):
+        pd.DataFrame({"k": [1, 2, 2, None], "x": [5, 5, 6, 7], "t": [0.0, 1.5, 2.0, 3.0],
+                      col: [1, 2, 3, 4]}).to_parquet(tmp_path / f"{name}.parquet")
+    pd.DataFrame({"k": [1.0], "t": ["late"]}).to_parquet(tmp_path / "Tstr.parquet")
+    return tmp_path
+
+
+@pytest.mark.usefixtures("no_spark")
+@pytest.mark.parametrize(("extra", "message"), [
+    (["on=A.k=D.k"], "no input named 'D'"),
+    (["on=A.k=B.k"], "do not connect C"),
+    (["on=A.k=B.nope,B.k=C.k"], "B has no column 'nope'"),
+    (["time=t", "window=-1"], "window must be >= 0"),
+    (["window=3"], "need an event-time column"),
+    (["time=missing"], "has no column 'missing'"),
+    (["time=t", "tick=0"], "tick must be > 0"),
+    (["rescale=100:2"], "rescale point 100 is past the end of the stream (12 tuples)"),
+    (["rescale=3:0"], "units must be >= 1"),
+    (["rescale=3"], "expected AT:UNITS"),
+])
+def test_bad_nway_input_exits_2(three, capsys, extra, message):
+    inputs = ",".join(f"{n}={three / n}.parquet" for n in "ABC")
+    args = ["operator=mjoin", "joiners=2", f"inputs={inputs}", "on=k"]
+    args = [a for a in args if not (a.startswith("on=") and any(e.startswith("on=")
+                                                                  for e in extra))]
+    assert main(args + extra) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("no_spark")
+def test_time_column_must_be_numeric_and_two_input_operators_refuse_three(three, capsys):
+    assert main(["operator=static_mid", "joiners=4", f"r={three / 'A.parquet'}",
+                 f"s={three / 'Tstr.parquet'}", "on=k", "time=t"]) == 2
+    assert "time column 't' of S is string" in capsys.readouterr().err
+    inputs = ",".join(f"{n}={three / n}.parquet" for n in "ABC")
+    assert main(["operator=shj", "joiners=2", f"inputs={inputs}", "on=k"]) == 2
+    assert "operator=mjoin joins 3" in capsys.readouterr().err
+    assert main(["operator=join_biclique", "joiners=4", f"r={three / 'A.parquet'}",
+                 f"s={three / 'B.parquet'}", "on=k", "rescale=2:5"]) == 2
+    assert "join_biclique takes R+S units" in capsys.readouterr().err
+
+
+@pytest.mark.spark
+def test_three_inputs_and_a_biclique_rescale_through_the_cli(three, tmp_path):
+    from joins.oracle import assert_same_rows, oracle_graph
+
+    frames = {n: pd.read_parquet(three / f"{n}.parquet") for n in "ABC"}
+    inputs = ",".join(f"{n}={three / n}.parquet" for n in "ABC")
+    out = tmp_path / "out3"
+    assert main(["operator=mjoin", "joiners=2", f"inputs={inputs}", "on=A.k=B.k,B.x=C.x",
+                 f"out={out}", "progress=false"]) == 2  # several attributes: one worker
+    assert main(["operator=mjoin", "joiners=1", f"inputs={inputs}", "on=A.k=B.k,B.x=C.x",
+                 f"out={out}", "time=t", "window=1.5", "progress=false", "batch_size=3"]) == 0
+    want = oracle_graph(frames, [("A", "k", "B", "k"), ("B", "x", "C", "x")], window=1.5,
+                        time="t")
+    got = pd.read_parquet(out)
+    assert_same_rows(got, want)
+    assert {"A_k", "B_x", "C_c", "phase"} <= set(got.columns)
+    out2 = tmp_path / "outb"
+    assert main(["operator=join_biclique", "joiners=4", f"r={three / 'A.parquet'}",
+                 f"s={three / 'B.parquet'}", "on=k", "rescale=2:3+1,5:1+2", "batch_size=2",
+                 f"out={out2}", "progress=false"]) == 0
+    assert_same_rows(pd.read_parquet(out2), oracle_join_ab(frames))
+
+
+def oracle_join_ab(frames):
+    from joins.oracle import oracle_join
+
+    return oracle_join(frames["A"], frames["B"], "k")
