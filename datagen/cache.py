@@ -214,13 +214,13 @@ def materialize(generator: str, params: Mapping[str, Any], *, root: Path | None 
                 spark=None, progress: bool = True, force: bool = False) -> Path:
     """The cached input folder ``<root>/<generator>-<hash12>``, generated if not there yet.
 
-    ``root`` defaults to ``experiments.paths.DATA_CACHE``. With ``spark`` the chunks are
+    ``root`` defaults to ``runtime.paths.DATA_CACHE``. With ``spark`` the chunks are
     written by Spark tasks, otherwise by a local loop; both give the same bytes. Stale
     leftovers of interrupted runs in ``root`` are removed first (:func:`sweep_stale`).
     """
     resolved = resolve(generator, params)
     if root is None:
-        from experiments.paths import DATA_CACHE
+        from runtime.paths import DATA_CACHE
 
         root = DATA_CACHE
     if Path(root).is_dir():

@@ -150,7 +150,7 @@ def package_bytes(*pkgs: Path) -> bytes:
 
 def package_zip(*pkgs: Path, name: str) -> Path:
     """A zip of the packages named by its content hash, for Spark executors to import."""
-    from experiments.paths import SCRATCH
+    from runtime.paths import SCRATCH
 
     data = package_bytes(*pkgs)
     dest = SCRATCH / "pyfiles" / f"{name}-{hashlib.sha256(data).hexdigest()[:12]}.zip"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from experiments.figure_spec import plain, resolve_scaled
-from experiments.paths import CONF
+from runtime.paths import CONF
 
 
 def figure_ids(paper: str | None = None) -> list[str]:

@@ -11,11 +11,11 @@ import pandas as pd
 
 from experiments.figure_spec import config_hash, x_label, x_numeric, x_values
 from experiments.figures import figure_ids, load_figure
-from experiments.paths import ROOT
 from experiments.results import Point, read_results
 from experiments.run import compose
 from experiments.targets import evaluate
 from figures.plot import output_base, plot_figure
+from runtime.paths import ROOT
 
 
 def _cell(text: str) -> str:

@@ -11,7 +11,7 @@ import sys
 import time
 
 from experiments.figures import select
-from experiments.paths import ROOT
+from runtime.paths import ROOT
 
 
 def main(argv: list[str]) -> int:

@@ -34,7 +34,6 @@ from experiments.kinds import (
     load_kind,
     series_algorithm,
 )
-from experiments.paths import CONF, ROOT
 from experiments.results import (
     Point,
     ResultsError,
@@ -45,6 +44,7 @@ from experiments.results import (
 )
 from experiments.spark_session import SparkConfigError, resolve_master, spark_presets
 from joins import registry
+from runtime.paths import CONF, ROOT
 
 _TOTAL_ENV = "SKEWJOINS_SWEEP_TOTAL"
 

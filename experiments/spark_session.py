@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.paths import CONF, ROOT, SCRATCH
+from runtime.paths import CONF, ROOT, SCRATCH
 
 _session = None
 _session_key: tuple | None = None
@@ -139,7 +139,7 @@ def get_spark(
     return _session
 
 
-PROJECT_PACKAGES = ("joins", "datagen", "experiments")
+PROJECT_PACKAGES = ("runtime", "datagen", "joins", "experiments")
 
 
 def ships_code(url: str) -> bool:

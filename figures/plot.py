@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from experiments.figures import load_figure, select
-from experiments.paths import FIGURES, ROOT, SCRATCH
 from experiments.results import read_results
 from figures.kinds import load
+from runtime.paths import FIGURES, ROOT, SCRATCH
 
 
 def output_base(figure_id: str, scale: str) -> Path:

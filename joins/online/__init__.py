@@ -94,7 +94,7 @@ def run_stream(spark, r, s, *, operator: str, joiners: int, on: str = "key",
         raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "
                          "(grid or biclique); hash routing only meets equal keys")
     parts = partitions or max(1, min(joiners, executor_cores(spark)))
-    from experiments.paths import ONLINE_SCRATCH
+    from runtime.paths import ONLINE_SCRATCH
 
     run_id = uuid.uuid4().hex[:12]
     pairs_dir = None

@@ -18,16 +18,16 @@ def test_the_project_zip_holds_every_package_and_is_named_by_its_content():
     path = project_zip()
     names = set(zipfile.ZipFile(path).namelist())
     for module in ("joins/online/worker.py", "joins/batch/am_join.py",
-                   "datagen/chunks.py", "experiments/paths.py"):
+                   "datagen/chunks.py", "runtime/paths.py", "experiments/run.py"):
         assert module in names
     assert project_zip() == path  # same sources, same name: built once
 
 
 def test_an_edited_source_gives_a_zip_of_another_name(tmp_path, monkeypatch):
-    import experiments.paths
+    import runtime.paths
     from datagen.chunks import package_zip
 
-    monkeypatch.setattr(experiments.paths, "SCRATCH", tmp_path / "scratch")
+    monkeypatch.setattr(runtime.paths, "SCRATCH", tmp_path / "scratch")
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "mod.py").write_text("X = 1\n")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-from experiments.paths import ROOT
+from runtime.paths import ROOT
 
 _SCRIPT = textwrap.dedent("""
     from pyspark import SparkContext
