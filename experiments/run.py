@@ -23,7 +23,6 @@ from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
-from experiments.cost_model import load_calibration
 from experiments.figure_keys import check_figure_keys
 from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
 from experiments.kinds import (
@@ -44,6 +43,7 @@ from experiments.results import (
 )
 from experiments.spark_session import SparkConfigError, resolve_master, spark_presets
 from joins import registry
+from runtime.cost_model import load_calibration
 from runtime.paths import CONF, ROOT
 
 _TOTAL_ENV = "SKEWJOINS_SWEEP_TOTAL"

@@ -4,7 +4,7 @@ The session writes an uncompressed, non-rolling event log (see spark_session). A
 :class:`TaskMetricsCapture` remembers where the log ended before the run and, after it, reads
 every task that ran since: records in and out, rows produced by SQL operators, shuffle bytes,
 executor run time. From these, algorithms report imbalance (max/mean task records) and
-:mod:`experiments.cost_model` derives a modeled makespan on E executors.
+:mod:`runtime.cost_model` derives a modeled makespan on E executors.
 """
 
 from __future__ import annotations

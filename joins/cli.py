@@ -138,11 +138,11 @@ def cmd_run(opts: dict[str, str]) -> int:
     preset = spark_preset_or_usage_error(opts.get("spark", "local"))
     params = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
 
-    from experiments.cost_model import load_calibration, modeled_makespan
     from experiments.spark_metrics import TaskMetricsCapture
     from experiments.spark_session import get_spark
     from joins.api import BatchContext, JoinSpec
     from joins.batch.sql_conf import sql_conf
+    from runtime.cost_model import load_calibration, modeled_makespan
 
     spark = get_spark(**preset)
     left = spark.read.parquet(opts["left"])

@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments.cost_model import r_squared
 from experiments.figure_spec import scaled_rule
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
+from runtime.cost_model import r_squared
 
 TIME_SERIES_UNITS = {
     "max_ilf_t": "tuples", "avg_ilf_t": "tuples", "max_ilf_mb_t": "modeled MB",

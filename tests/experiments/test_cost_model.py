@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.cost_model import (
+from experiments.spark_metrics import TaskMetricsCapture, union_parts
+from runtime.cost_model import (
     BatchCosts,
     executor_imbalance,
     list_schedule,
@@ -14,7 +15,6 @@ from experiments.cost_model import (
     modeled_makespan,
     stage_table,
 )
-from experiments.spark_metrics import TaskMetricsCapture, union_parts
 
 
 def test_list_schedule():
@@ -146,7 +146,7 @@ def test_calibrate_on_a_cluster_preset_needs_its_master_url(capsys, monkeypatch)
 
 
 def test_r_squared():
-    from experiments.cost_model import r_squared
+    from runtime.cost_model import r_squared
 
     assert r_squared([1, 2, 3], [1, 2, 3]) == 1.0
     assert r_squared([1, 2, 3], [2, 2, 2]) == 0.0  # no better than the mean

@@ -84,9 +84,9 @@ def test_missing_file_exits_2(files, capsys):
 def test_metrics_use_the_calibrated_cost_model(files, capsys, monkeypatch, spark):
     """The CLI's modeled cost is the figures' (experiments' calibration), not the engine's
     uncalibrated defaults, and says which calibration it used."""
-    from experiments.cost_model import load_calibration
     from experiments.kinds.online_join import cost_model
     from joins.online import CostModel
+    from runtime.cost_model import load_calibration
 
     monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **k: spark)
     out = files / "metrics.parquet"
