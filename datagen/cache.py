@@ -27,13 +27,15 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from datagen import registry
-from datagen.chunks import PARQUET_OPTIONS, package_bytes
+from datagen.chunks import PARQUET_OPTIONS
 from datagen.errors import GeneratorError
 from datagen.params import validate
+from runtime.shipping import package_bytes
 
 FORMAT_VERSION = 1  # bump on a change of the folder layout (code changes are fingerprinted)
 MANIFEST = "manifest.json"
 STALE_AFTER_S = 24 * 3600  # see sweep_stale
+PACKAGE = Path(__file__).resolve().parent  # the datagen sources, fingerprinted in the key
 
 
 def resolve(generator: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def code_fingerprint() -> dict[str, str]:
     """What decides the bytes besides the parameters: the datagen sources (any edit, even a
     comment, gives a new key: stale data are never reused, at the cost of regenerating) and
     the versions of tpchgen-cli and DuckDB."""
-    return {"datagen_sources": hashlib.sha256(package_bytes()).hexdigest()[:16],
+    return {"datagen_sources": hashlib.sha256(package_bytes(PACKAGE)).hexdigest()[:16],
             **tool_versions()}
 
 

@@ -27,11 +27,6 @@ import pandas as pd
 from scipy.optimize import nnls
 
 from experiments.spark_metrics import TaskMetricsCapture
-from experiments.spark_session import (
-    SparkConfigError,
-    get_spark,
-    spark_preset,
-)
 from joins.api import consume_output
 from runtime.cost_model import (
     CALIBRATION_DIR,
@@ -39,6 +34,11 @@ from runtime.cost_model import (
     calibration_id,
     load_calibration,
     r_squared,
+)
+from runtime.spark_session import (
+    SparkConfigError,
+    get_spark,
+    spark_preset,
 )
 
 

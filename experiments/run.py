@@ -41,10 +41,10 @@ from experiments.results import (
     results_dir,
     write_point,
 )
-from experiments.spark_session import SparkConfigError, resolve_master, spark_presets
 from joins import registry
 from runtime.cost_model import load_calibration
 from runtime.paths import CONF, ROOT
+from runtime.spark_session import SparkConfigError, resolve_master, spark_presets
 
 _TOTAL_ENV = "SKEWJOINS_SWEEP_TOTAL"
 
@@ -147,7 +147,7 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
         outcome = PointOutcome(status="error", error=_error_text(exc))
         # A failure may leave Spark unusable (e.g. the JVM ran out of heap and stopped the
         # context): the next point then starts a fresh session instead of failing on it.
-        from experiments.spark_session import reset_if_broken
+        from runtime.spark_session import reset_if_broken
 
         reset_if_broken()
     wall = time.perf_counter() - t0
@@ -283,7 +283,7 @@ def _exit_now(code: int) -> None:
     into a crash."""
     import logging
 
-    from experiments.spark_session import stop_spark
+    from runtime.spark_session import stop_spark
 
     stop_spark()
     logging.shutdown()

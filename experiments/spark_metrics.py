@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.spark_session import event_log_path
 from joins.api import UNCOUNTED_JOB_PREFIX
+from runtime.spark_session import event_log_path
 
 TASK_COLUMNS = [
     "job_id", "stage_id", "stage_attempt", "task_index", "executor", "run_ms", "cpu_ns",

@@ -91,7 +91,7 @@ def check_output(out: Path) -> None:
 
 def spark_preset_or_usage_error(name: str) -> dict[str, Any]:
     """A Spark preset's session keywords; an unknown one is a usage error."""
-    from experiments.spark_session import SparkConfigError, spark_preset
+    from runtime.spark_session import SparkConfigError, spark_preset
 
     try:
         return spark_preset(name)
@@ -139,10 +139,10 @@ def cmd_run(opts: dict[str, str]) -> int:
     params = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
 
     from experiments.spark_metrics import TaskMetricsCapture
-    from experiments.spark_session import get_spark
     from joins.api import BatchContext, JoinSpec
     from joins.batch.sql_conf import sql_conf
     from runtime.cost_model import load_calibration, modeled_makespan
+    from runtime.spark_session import get_spark
 
     spark = get_spark(**preset)
     left = spark.read.parquet(opts["left"])

@@ -249,8 +249,8 @@ def weak_batch_size(run: dict, factor: float) -> int:
 
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
-    from experiments.spark_session import get_spark
     from joins.online import run_stream
+    from runtime.spark_session import get_spark
 
     _, wl, run = _settings(pc)
     params, algorithm, factor = run["params"], run["algorithm"], run["weak_factor"]

@@ -195,8 +195,8 @@ def main(argv: list[str]) -> int:
     except CliError as e:
         print(f"error: {e}\n\nusage:\n{USAGE}", file=sys.stderr)
         return 2
-    from experiments.spark_session import get_spark
     from joins.online import run_stream
+    from runtime.spark_session import get_spark
 
     spark = get_spark(**spark_preset_or_usage_error(args.get("spark", "local")))
     res = run_stream(spark, args["r"], args["s"], output=args.get("out"), cost=cost, **opts)

@@ -80,7 +80,7 @@ def test_spark_takes_a_preset_name_and_an_unknown_one_is_one_error_line(tmp_path
 @pytest.mark.spark
 def test_spark_preset_name_starts_that_preset_and_generates(tmp_path, capsys, monkeypatch,
                                                             spark):
-    import experiments.spark_session as session
+    import runtime.spark_session as session
 
     asked = []
     monkeypatch.setattr(session, "get_spark", lambda *a, **kw: asked.append((a, kw)) or spark)

@@ -186,7 +186,7 @@ def test_read_results_ignores_in_progress_files(tmp_path):
 
 @pytest.mark.spark
 def test_failed_point_resets_the_spark_session(scripted, monkeypatch, spark):
-    import experiments.spark_session as session
+    import runtime.spark_session as session
 
     class Dead:
         """A session whose JVM died: stopping it fails too."""
@@ -206,7 +206,7 @@ def test_failed_point_resets_the_spark_session(scripted, monkeypatch, spark):
 
 @pytest.mark.spark
 def test_failed_point_keeps_a_healthy_session(scripted, spark):
-    import experiments.spark_session as session
+    import runtime.spark_session as session
 
     run, _ = scripted
     assert session._session is spark

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-import experiments.spark_session
+import runtime.spark_session
 from joins.online.cli import main
 
 
@@ -24,7 +24,7 @@ def no_spark(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the CLI started Spark on bad input")
 
-    monkeypatch.setattr(experiments.spark_session, "get_spark", refuse)
+    monkeypatch.setattr(runtime.spark_session, "get_spark", refuse)
 
 
 @pytest.mark.usefixtures("no_spark")
@@ -88,7 +88,7 @@ def test_metrics_use_the_calibrated_cost_model(files, capsys, monkeypatch, spark
     from joins.online import CostModel
     from runtime.cost_model import load_calibration
 
-    monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **k: spark)
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda *a, **k: spark)
     out = files / "metrics.parquet"
     assert main(["operator=static_mid", "joiners=4", f"r={files / 'R.parquet'}",
                  f"s={files / 'S.parquet'}", "progress=false", f"metrics={out}"]) == 0

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime.paths import CONF, ROOT, SCRATCH
+from runtime.shipping import project_zip, ships_code
 
 _session = None
 _session_key: tuple | None = None
@@ -137,24 +138,6 @@ def get_spark(
         _session.sparkContext.addPyFile(str(project_zip()))
     _session_key = key
     return _session
-
-
-PROJECT_PACKAGES = ("runtime", "datagen", "joins", "experiments")
-
-
-def ships_code(url: str) -> bool:
-    """Whether executors need the project's code shipped: local masters (also local-cluster,
-    whose executors inherit this machine's PYTHONPATH) import it from the checkout; a real
-    cluster's executors run tasks that call into ``joins`` (the online engine's worker steps,
-    the generators' chunk jobs) without it."""
-    return not url.startswith("local")
-
-
-def project_zip() -> Path:
-    """The project's packages as one zip named by its content hash (rebuilt when code changes)."""
-    from datagen.chunks import package_zip
-
-    return package_zip(*(ROOT / p for p in PROJECT_PACKAGES), name="project")
 
 
 def stop_spark() -> None:
