@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
-from experiments.spark_metrics import TaskMetricsCapture
 from joins.api import consume_output
 from runtime.cost_model import (
     CALIBRATION_DIR,
@@ -35,6 +34,7 @@ from runtime.cost_model import (
     load_calibration,
     r_squared,
 )
+from runtime.spark_metrics import TaskMetricsCapture
 from runtime.spark_session import (
     SparkConfigError,
     get_spark,

@@ -138,10 +138,10 @@ def cmd_run(opts: dict[str, str]) -> int:
     preset = spark_preset_or_usage_error(opts.get("spark", "local"))
     params = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
 
-    from experiments.spark_metrics import TaskMetricsCapture
     from joins.api import BatchContext, JoinSpec
     from joins.batch.sql_conf import sql_conf
     from runtime.cost_model import load_calibration, modeled_makespan
+    from runtime.spark_metrics import TaskMetricsCapture
     from runtime.spark_session import get_spark
 
     spark = get_spark(**preset)

@@ -3,7 +3,7 @@
 Presets come from ``conf/spark/*.yaml``. ``local`` embeds Spark in this process;
 ``local_cluster`` starts real separate executor JVMs on this machine; ``standalone``, ``yarn``
 and ``k8s`` read the master URL from an environment variable. Every session writes an
-uncompressed, non-rolling event log that :mod:`experiments.spark_metrics` reads for per-task
+uncompressed, non-rolling event log that :mod:`runtime.spark_metrics` reads for per-task
 metrics while the session runs; stopping a session keeps only the newest logs and moves a
 local cluster's executor logs out of the PySpark package into ``scratch/spark-worker/``.
 """
@@ -29,7 +29,7 @@ _session_key: tuple | None = None
 
 EVENT_LOGS = SCRATCH / "spark-events"
 WORKER_LOGS = SCRATCH / "spark-worker"
-# Event logs are read only while their session runs (experiments.spark_metrics); afterwards
+# Event logs are read only while their session runs (runtime.spark_metrics); afterwards
 # they serve a post-mortem of recent runs (e.g. in Spark's history server). One sweep or test
 # run makes one to a few sessions, so the newest 30 cover the last `make reproduce` and
 # `make test` (measured here: 46 logs took 209 MB, most under 1 MB, the largest 93 MB, a

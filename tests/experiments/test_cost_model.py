@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.spark_metrics import TaskMetricsCapture, union_parts
 from runtime.cost_model import (
     BatchCosts,
     executor_imbalance,
@@ -15,6 +14,7 @@ from runtime.cost_model import (
     modeled_makespan,
     stage_table,
 )
+from runtime.spark_metrics import TaskMetricsCapture, union_parts
 
 
 def test_list_schedule():
