@@ -88,7 +88,7 @@ def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s:
 
 def calibrated_cost():
     """The online cost model of the machine's calibration (the one the figures use)."""
-    from experiments.kinds.online_join import cost_model
+    from joins.calibrated import cost_model
     from runtime.cost_model import load_calibration
 
     cal = load_calibration()

@@ -156,7 +156,7 @@ def test_r_squared():
 def test_online_disk_costs_come_from_the_measured_spill_store_unless_a_factor_is_set():
     from types import SimpleNamespace
 
-    from experiments.kinds.online_join import cost_model
+    from joins.calibrated import cost_model
 
     online = {"per_received": 1e-7, "per_probe": 2e-7, "per_spilled": 4e-6,
               "per_disk_probe": 3e-6, "spill_store": "sqlite"}

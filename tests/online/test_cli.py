@@ -84,7 +84,7 @@ def test_missing_file_exits_2(files, capsys):
 def test_metrics_use_the_calibrated_cost_model(files, capsys, monkeypatch, spark):
     """The CLI's modeled cost is the figures' (experiments' calibration), not the engine's
     uncalibrated defaults, and says which calibration it used."""
-    from experiments.kinds.online_join import cost_model
+    from joins.calibrated import cost_model
     from joins.online import CostModel
     from runtime.cost_model import load_calibration
 
