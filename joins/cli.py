@@ -17,13 +17,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from joins.cli_common import CliError, check_key, parquet_schema, spark_preset_or_usage_error
 from joins.registry import ALGORITHMS, UnknownAlgorithm, get
 
 USAGE = __doc__
-
-
-class CliError(ValueError):
-    pass
 
 
 def parse_kv(argv: list[str]) -> dict[str, str]:
@@ -34,28 +31,6 @@ def parse_kv(argv: list[str]) -> dict[str, str]:
         k, v = a.split("=", 1)
         opts[k] = v
     return opts
-
-
-def parquet_schema(path: str) -> Any:
-    import pyarrow.dataset as ds
-
-    p = Path(path)
-    if not p.exists():
-        raise CliError(f"input {path} does not exist")
-    try:
-        return ds.dataset(str(p), format="parquet").schema
-    except Exception as exc:
-        raise CliError(f"input {path} is not readable as Parquet: {exc}") from None
-
-
-def check_key(schemas: dict[str, Any], on: str) -> None:
-    types = {}
-    for side, schema in schemas.items():
-        if on not in schema.names:
-            raise CliError(f"key column {on!r} is not in {side} (columns: {', '.join(schema.names)})")
-        types[side] = schema.field(on).type
-    if len(set(map(str, types.values()))) > 1:
-        raise CliError("key column types differ: " + ", ".join(f"{s}: {t}" for s, t in types.items()))
 
 
 def number_option(opts: dict[str, str], name: str, cast: type[int] | type[float],
@@ -87,16 +62,6 @@ def check_output(out: Path) -> None:
         raise CliError(f"cannot write {out}: {folder} is not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise CliError(f"cannot write {out}: folder {folder} is not writable")
-
-
-def spark_preset_or_usage_error(name: str) -> dict[str, Any]:
-    """A Spark preset's session keywords; an unknown one is a usage error."""
-    from runtime.spark_session import SparkConfigError, spark_preset
-
-    try:
-        return spark_preset(name)
-    except SparkConfigError as exc:
-        raise CliError(str(exc)) from None
 
 
 def cmd_list() -> int:

@@ -17,7 +17,7 @@ import inspect
 import sys
 from pathlib import Path
 
-from joins.cli import CliError, check_key, parquet_schema, spark_preset_or_usage_error
+from joins.cli_common import CliError, check_key, parquet_schema, spark_preset_or_usage_error
 
 USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
