@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from experiments.config import compose
 from experiments.figure_spec import plain, resolve_scaled
 from runtime.paths import CONF
 
@@ -22,8 +23,6 @@ def papers() -> list[str]:
 def load_figure(figure_id: str, scale: str = "small") -> dict:
     """The figure's config (validated against the schema) as plain data; its targets with this
     scale's values (a target may give per-scale x positions)."""
-    from experiments.run import compose
-
     if figure_id not in figure_ids():
         raise KeyError(f"unknown figure {figure_id!r}; valid: {', '.join(figure_ids())}")
     figure = plain(compose([f"figure={figure_id}", f"scale={scale}"]).figure)

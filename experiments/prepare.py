@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib
 import sys
 
+from experiments.config import compose
 from experiments.figure_spec import plain, x_values
 from experiments.kinds import KINDS, PointContext
-from experiments.run import compose
 
 
 def main(argv: list[str]) -> int:

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from experiments.config import compose
 from experiments.figure_spec import config_hash, x_label, x_numeric, x_values
 from experiments.figures import figure_ids, load_figure
 from experiments.results import Point, read_results
-from experiments.run import compose
 from experiments.targets import evaluate
 from figures.plot import output_base, plot_figure
 from runtime.paths import ROOT

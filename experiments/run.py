@@ -23,8 +23,9 @@ from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
-from experiments.figure_keys import check_figure_keys
+from experiments.config import compose
 from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
+from experiments.figures import figure_ids
 from experiments.kinds import (
     ALGORITHM_KINDS,
     PointContext,
@@ -71,17 +72,6 @@ def git_commit() -> str:
         return "unknown"
 
 
-def compose(overrides: list[str]) -> DictConfig:
-    """Compose the root config outside a Hydra run (validation, sweep expansion, tests)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = hydra_compose("config", overrides=overrides)
-    check_figure_keys(plain(cfg.figure))  # a misspelt key in a free-form block fails here
-    return cfg
-
-
 def _results_root(cfg: DictConfig) -> str:
     return cfg.results_root or cfg.scale.results_root
 
@@ -99,8 +89,6 @@ def _provenance(cfg: DictConfig, figure: dict, point: Point, chash: str, outcome
 
 
 def require_figure(figure_id: str) -> None:
-    from experiments.figures import figure_ids
-
     if figure_id not in figure_ids():
         raise UsageError(f"unknown figure {figure_id!r}; valid: {', '.join(figure_ids())}")
 

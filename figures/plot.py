@@ -23,7 +23,7 @@ def output_base(figure_id: str, scale: str) -> Path:
 def plot_figure(figure_id: str, scale: str = "small", results_root: str | None = None) -> Path | None:
     figure = load_figure(figure_id, scale)
     if results_root is None:
-        from experiments.run import compose
+        from experiments.config import compose
 
         results_root = compose([f"figure={figure_id}", f"scale={scale}"]).scale.results_root
     results = read_results(results_root, figure_id)

@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from experiments import kinds, results
+from experiments.config import compose
 from experiments.results import Point, finished, read_results, write_point
-from experiments.run import compose, run_point
+from experiments.run import run_point
 from tests.experiments import fake_kind
 
 
