@@ -32,7 +32,7 @@ def test_redraw_is_byte_identical(tmp_path, monkeypatch):
     from figures import plot
     from runtime.paths import ROOT
 
-    monkeypatch.setattr(plot, "output_base", lambda figure_id, scale: tmp_path / "fig9")
+    monkeypatch.setattr(plot, "chart_base", lambda figure_id, scale: tmp_path / "fig9")
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     drawn = []
     for i in range(2):
