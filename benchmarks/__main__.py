@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from experiments.paths import ROOT
+from runtime.paths import ROOT
 
 BENCHES = sorted(p.stem.removeprefix("bench_") for p in (ROOT / "benchmarks").glob("bench_*.py"))
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import sys
 
-from experiments.cost_model import load_calibration
 from experiments.figures import load_figure
 from experiments.kinds import PointContext
 from experiments.kinds.batch_join import run_point
-from experiments.paths import SCRATCH
+from runtime.cost_model import load_calibration
+from runtime.paths import SCRATCH
 
 SERIES = ("am_join", "hash_join", "spark3_join", "spark3_join_split", "am_join_sized")
 # beyond the figure's series: AM-Join with its HH/HC/CH sub-joins sized by their work

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 from datagen import tpch  # noqa: E402
 from datagen.params import parse_cli_value  # noqa: E402
-from experiments.paths import SCRATCH  # noqa: E402
+from runtime.paths import SCRATCH  # noqa: E402
 
 TARGET_RATIO = 2.0
 DEFAULTS = {"sf": 1.0, "z": 1.0, "seed": 0, "repeat": 3, "keep": False}

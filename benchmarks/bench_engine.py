@@ -40,10 +40,10 @@ def main() -> int:
     a = ap.parse_args()
 
     from datagen import materialize
-    from experiments.paths import SCRATCH
-    from experiments.spark_session import get_spark
     from joins.online import run_stream
     from joins.oracle import oracle_count
+    from runtime.paths import SCRATCH
+    from runtime.spark_session import get_spark
 
     cores = 2  # task slots of the local session below (its default.parallelism is set higher)
     spark = get_spark(f"local[{cores}]")

@@ -27,13 +27,15 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from datagen import registry
-from datagen.chunks import PARQUET_OPTIONS, package_bytes
+from datagen.chunks import PARQUET_OPTIONS
 from datagen.errors import GeneratorError
 from datagen.params import validate
+from runtime.shipping import package_bytes
 
 FORMAT_VERSION = 1  # bump on a change of the folder layout (code changes are fingerprinted)
 MANIFEST = "manifest.json"
 STALE_AFTER_S = 24 * 3600  # see sweep_stale
+PACKAGE = Path(__file__).resolve().parent  # the datagen sources, fingerprinted in the key
 
 
 def resolve(generator: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def code_fingerprint() -> dict[str, str]:
     """What decides the bytes besides the parameters: the datagen sources (any edit, even a
     comment, gives a new key: stale data are never reused, at the cost of regenerating) and
     the versions of tpchgen-cli and DuckDB."""
-    return {"datagen_sources": hashlib.sha256(package_bytes()).hexdigest()[:16],
+    return {"datagen_sources": hashlib.sha256(package_bytes(PACKAGE)).hexdigest()[:16],
             **tool_versions()}
 
 
@@ -253,13 +255,13 @@ def materialize(generator: str, params: Mapping[str, Any], *, root: Path | None 
                 spark=None, progress: bool = True, force: bool = False) -> Path:
     """The cached input folder ``<root>/<generator>-<hash12>``, generated if not there yet.
 
-    ``root`` defaults to ``experiments.paths.DATA_CACHE``. With ``spark`` the chunks are
+    ``root`` defaults to ``runtime.paths.DATA_CACHE``. With ``spark`` the chunks are
     written by Spark tasks, otherwise by a local loop; both give the same bytes. Stale
     leftovers of interrupted runs in ``root`` are removed first (:func:`sweep_stale`).
     """
     resolved = resolve(generator, params)
     if root is None:
-        from experiments.paths import DATA_CACHE
+        from runtime.paths import DATA_CACHE
 
         root = DATA_CACHE
     if Path(root).is_dir():

@@ -9,12 +9,9 @@ writers in a plain loop (tiny inputs, no Spark) or as Spark tasks (one task per 
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import io
 import os
 import uuid
-import zipfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -128,40 +125,6 @@ def run_job(job: ChunkJob) -> int:
     return getattr(importlib.import_module(module), attr)(job)
 
 
-PACKAGE = Path(__file__).resolve().parent
-
-
-def package_bytes(*pkgs: Path) -> bytes:
-    """A zip of the packages' ``.py`` sources (default: this one) with fixed names and timestamps.
-
-    The same sources give the same bytes, so its hash is the code fingerprint in the cache key
-    (:func:`datagen.cache.config_hash`) and names the project zip shipped to a cluster's
-    executors (:func:`experiments.spark_session.project_zip`).
-    """
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for pkg in pkgs or (PACKAGE,):
-            for f in sorted(pkg.rglob("*.py")):
-                info = zipfile.ZipInfo(str(f.relative_to(pkg.parent)),
-                                       date_time=(2000, 1, 1, 0, 0, 0))
-                zf.writestr(info, f.read_bytes())
-    return buf.getvalue()
-
-
-def package_zip(*pkgs: Path, name: str) -> Path:
-    """A zip of the packages named by its content hash, for Spark executors to import."""
-    from experiments.paths import SCRATCH
-
-    data = package_bytes(*pkgs)
-    dest = SCRATCH / "pyfiles" / f"{name}-{hashlib.sha256(data).hexdigest()[:12]}.zip"
-    if not dest.exists():
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_suffix(f".{uuid.uuid4().hex}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, dest)
-    return dest
-
-
 def run_jobs(jobs: Sequence[ChunkJob], spark=None, progress: bool = True,
              desc: str = "rows", threads: int = 1, unit: str = "rows") -> list[Any]:
     """Run every chunk job; returns what each job returned (rows written), in job order.
@@ -169,7 +132,7 @@ def run_jobs(jobs: Sequence[ChunkJob], spark=None, progress: bool = True,
     With ``spark`` each job is one Spark task (jobs are submitted in waves of a few times the
     default parallelism so the progress bar moves). The output folder must be visible to the
     executors under the same path (local, local-cluster, or a shared file system), and the
-    executors import ``datagen`` as every session of :func:`experiments.spark_session.get_spark`
+    executors import ``datagen`` as every session of :func:`runtime.spark_session.get_spark`
     lets them (the checkout on local masters, the shipped project zip elsewhere). Without it
     the jobs run in this process, on ``threads`` threads (for jobs whose heavy steps, numpy and
     pyarrow, release the GIL).

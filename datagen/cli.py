@@ -126,7 +126,7 @@ def _generate(name: str, args: list[str]) -> int:
         probe_writable(Path(str(opts["root"])) / name)
     spark = None
     if opts.get("spark"):
-        from experiments.spark_session import SparkConfigError, get_spark, spark_preset
+        from runtime.spark_session import SparkConfigError, get_spark, spark_preset
 
         master = str(opts["spark"])
         looks_like_url = any(c in master for c in "[:/")  # local[2], spark://host:7077

@@ -138,7 +138,7 @@ class Params:
     suppkey_from_partkey: bool = False  # see datagen.tpch
     region: str = "AMERICA"  # eq5's region (Squall code; TPC-H Q5's default is ASIA)
     nations: tuple[str, ...] = ("PERU", "ETHIOPIA")  # eq7's nations (Squall code)
-    tpch_cache: str = ""  # where the base TPC-H is cached ("" = experiments.paths.DATA_CACHE)
+    tpch_cache: str = ""  # where the base TPC-H is cached ("" = runtime.paths.DATA_CACHE)
     parts: int = 0  # the base TPC-H's parts (datagen.tpch): a selection side has as many
 
     def __post_init__(self) -> None:

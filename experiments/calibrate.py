@@ -2,7 +2,7 @@
 
 Batch: run shuffle joins and aggregations of several sizes and skews on Spark, read every
 task's exact counts and its executor run time from the event log, and fit the non-negative
-linear model of :class:`experiments.cost_model.BatchCosts` (scipy's NNLS). Online: the
+linear model of :class:`runtime.cost_model.BatchCosts` (scipy's NNLS). Online: the
 engine's own calibration (:func:`joins.online.cost.calibrate`) when it is available. The result
 goes to ``calibration/local.json`` (``default.json`` is the committed reference, measured the
 same way on a 2-core machine, where the default ``spark=local`` preset's ``local[*]`` is the
@@ -26,20 +26,20 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import nnls
 
-from experiments.cost_model import (
+from joins.api import consume_output
+from runtime.cost_model import (
     CALIBRATION_DIR,
     BatchCosts,
     calibration_id,
     load_calibration,
     r_squared,
 )
-from experiments.spark_metrics import TaskMetricsCapture
-from experiments.spark_session import (
+from runtime.spark_metrics import TaskMetricsCapture
+from runtime.spark_session import (
     SparkConfigError,
     get_spark,
     spark_preset,
 )
-from joins.api import consume_output
 
 
 def _workloads(spark):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from pathlib import Path
 
+from experiments.config import compose
 from experiments.figure_spec import plain, resolve_scaled
-from experiments.paths import CONF
+from runtime.paths import CONF, FIGURES, ROOT, SCRATCH
 
 
 def figure_ids(paper: str | None = None) -> list[str]:
@@ -22,8 +25,6 @@ def papers() -> list[str]:
 def load_figure(figure_id: str, scale: str = "small") -> dict:
     """The figure's config (validated against the schema) as plain data; its targets with this
     scale's values (a target may give per-scale x positions)."""
-    from experiments.run import compose
-
     if figure_id not in figure_ids():
         raise KeyError(f"unknown figure {figure_id!r}; valid: {', '.join(figure_ids())}")
     figure = plain(compose([f"figure={figure_id}", f"scale={scale}"]).figure)
@@ -47,6 +48,26 @@ def select(name: str) -> list[str]:
         return [name]
     raise KeyError(f"unknown figure or paper {name!r}; papers: {', '.join(papers())}; "
                    f"figures: {', '.join(figure_ids())}")
+
+
+def chart_base(figure_id: str, scale: str) -> Path:
+    """Where a figure's chart is drawn (add ``.png`` or ``.pdf``): under ``figures/`` for the
+    published scale (small), under ``scratch/figures/<scale>/`` otherwise."""
+    base = FIGURES if scale == "small" else SCRATCH / "figures" / scale
+    return base / figure_id
+
+
+def draw_charts(ids: list[str], scale: str, results_root: str | None = None) -> int:
+    """Redraw the figures' charts from their results (``python -m figures.plot``) in a child
+    process; its exit code. A child process, not an import: ``figures`` reads this registry and
+    :mod:`experiments.results`, so ``experiments`` never imports ``figures`` (the layers import
+    downwards only, and the two packages would otherwise import each other)."""
+    if not ids:
+        return 0
+    cmd = [sys.executable, "-m", "figures.plot", *ids, f"scale={scale}"]
+    if results_root:
+        cmd.append(f"results_root={results_root}")
+    return subprocess.run(cmd, cwd=ROOT).returncode
 
 
 def main(argv: list[str]) -> int:

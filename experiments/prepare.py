@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib
 import sys
 
+from experiments.config import compose
 from experiments.figure_spec import plain, x_values
 from experiments.kinds import KINDS, PointContext
-from experiments.run import compose
 
 
 def main(argv: list[str]) -> int:
@@ -19,7 +19,7 @@ def main(argv: list[str]) -> int:
         print(f"{figure['id']}: kind {figure['kind']} generates its inputs while running")
         return 0
     from datagen import materialize
-    from experiments.spark_session import get_spark
+    from runtime.spark_session import get_spark
 
     spark = get_spark(cfg.spark.master, cfg.spark.master_env, dict(cfg.spark.conf),
                       cfg.spark.driver_memory)

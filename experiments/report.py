@@ -1,5 +1,9 @@
 """Write REPORT.md: per figure the chart, the paper-vs-reproduced table and each target's
-verdict (met / not met / not checkable), from results/ only. ``make report``."""
+verdict (met / not met / not checkable), from results/ only. ``make report``.
+
+The charts are redrawn first, by ``python -m figures.plot`` in a child process
+(:func:`experiments.figures.draw_charts`): ``figures`` reads experiments' registry and
+results, so ``experiments`` does not import it."""
 
 from __future__ import annotations
 
@@ -9,13 +13,12 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
+from experiments.config import compose
 from experiments.figure_spec import config_hash, x_label, x_numeric, x_values
-from experiments.figures import figure_ids, load_figure
-from experiments.paths import ROOT
+from experiments.figures import chart_base, draw_charts, figure_ids, load_figure
 from experiments.results import Point, read_results
-from experiments.run import compose
 from experiments.targets import evaluate
-from figures.plot import output_base, plot_figure
+from runtime.paths import ROOT
 
 
 def _cell(text: str) -> str:
@@ -97,9 +100,9 @@ def _choices(figure: dict) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
-def figure_section(figure_id: str, scale: str, results_root: str) -> tuple[list[str], Counter]:
+def figure_section(figure_id: str, scale: str, results: pd.DataFrame) -> tuple[list[str], Counter]:
+    """The figure's part of the report, from its results (its chart drawn beforehand)."""
     figure = load_figure(figure_id, scale)
-    results = read_results(results_root, figure_id)
     lines = [f"## {figure_id}: {figure['title']}", ""]
     tally: Counter = Counter()
     if results.empty:
@@ -107,8 +110,8 @@ def figure_section(figure_id: str, scale: str, results_root: str) -> tuple[list[
                   f"{figure_id.replace('/', '-')}`).", ""]
         tally["no results"] += 1
         return lines, tally
-    png = plot_figure(figure_id, scale, results_root)
-    if png is not None:
+    png = chart_base(figure_id, scale).with_suffix(".png")
+    if png.exists():
         lines += [f"![{figure_id}]({png.relative_to(ROOT)})", ""]
     points = results.groupby("point_id")["status"].first()
     commits = ", ".join(sorted(results.git_commit.dropna().unique()))
@@ -153,9 +156,15 @@ def main(argv: list[str]) -> int:
     scale = opts.get("scale", "small")
     out = ROOT / opts.get("out", "REPORT.md")
     body, summary = [], []
+    results = {fid: read_results(opts.get("results_root") or compose(
+        [f"figure={fid}", f"scale={scale}"]).scale.results_root, fid) for fid in figure_ids()}
+    if draw_charts([fid for fid, rows in results.items() if not rows.empty], scale,
+                   opts.get("results_root")) != 0:
+        print("error: redrawing the charts failed (python -m figures.plot); REPORT.md not written",
+              file=sys.stderr)
+        return 1
     for fid in figure_ids():
-        root = opts.get("results_root") or compose([f"figure={fid}", f"scale={scale}"]).scale.results_root
-        lines, tally = figure_section(fid, scale, root)
+        lines, tally = figure_section(fid, scale, results[fid])
         body += lines
         summary.append(f"| {fid} | {tally['met']} | {tally['not met']} | {tally['not checkable']} |"
                        f" {'no results' if tally['no results'] else ''} |")
@@ -172,7 +181,6 @@ def main(argv: list[str]) -> int:
     tmp.write_text("\n".join(header + body) + "\n")
     tmp.replace(out)
     print(f"wrote {out.relative_to(ROOT)}")
-    _ = output_base
     return 0
 
 

@@ -1,7 +1,9 @@
 """Run and plot a set of figures: ``python -m experiments.reproduce <figure|paper|headline|all>``.
 
 Each figure's sweep runs in its own process (one Spark application per figure), then its chart
-is redrawn from the results. ``data_only=true`` only generates (and caches) the inputs.
+is redrawn from the results, also in a process of its own (``python -m figures.plot``:
+``experiments`` never imports ``figures``, which reads experiments' registry and results).
+``data_only=true`` only generates (and caches) the inputs.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ import subprocess
 import sys
 import time
 
-from experiments.figures import select
-from experiments.paths import ROOT
+from experiments.figures import draw_charts, select
+from runtime.paths import ROOT
 
 
 def main(argv: list[str]) -> int:
@@ -39,10 +41,9 @@ def main(argv: list[str]) -> int:
         if rc != 0:
             failed.append(figure_id)
             continue
-        if not data_only:
-            from figures.plot import plot_figure
-
-            plot_figure(figure_id, scale)
+        if not data_only and draw_charts([figure_id], scale) != 0:
+            failed.append(figure_id)
+            continue
         print(f"== {figure_id} done in {time.perf_counter() - t0:.0f}s", flush=True)
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.paths import ROOT
+from runtime.paths import ROOT
 
 # Statuses that are results (drawn as the paper draws them); "error" points are retried.
 # "n/a": the series cannot run this point (e.g. a hash join on a band predicate).

@@ -23,9 +23,9 @@ from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
-from experiments.cost_model import load_calibration
-from experiments.figure_keys import check_figure_keys
+from experiments.config import compose
 from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
+from experiments.figures import figure_ids
 from experiments.kinds import (
     ALGORITHM_KINDS,
     PointContext,
@@ -34,7 +34,6 @@ from experiments.kinds import (
     load_kind,
     series_algorithm,
 )
-from experiments.paths import CONF, ROOT
 from experiments.results import (
     Point,
     ResultsError,
@@ -43,8 +42,10 @@ from experiments.results import (
     results_dir,
     write_point,
 )
-from experiments.spark_session import SparkConfigError, resolve_master, spark_presets
 from joins import registry
+from runtime.cost_model import load_calibration
+from runtime.paths import CONF, ROOT
+from runtime.spark_session import SparkConfigError, resolve_master, spark_presets
 
 _TOTAL_ENV = "SKEWJOINS_SWEEP_TOTAL"
 
@@ -71,17 +72,6 @@ def git_commit() -> str:
         return "unknown"
 
 
-def compose(overrides: list[str]) -> DictConfig:
-    """Compose the root config outside a Hydra run (validation, sweep expansion, tests)."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = hydra_compose("config", overrides=overrides)
-    check_figure_keys(plain(cfg.figure))  # a misspelt key in a free-form block fails here
-    return cfg
-
-
 def _results_root(cfg: DictConfig) -> str:
     return cfg.results_root or cfg.scale.results_root
 
@@ -99,8 +89,6 @@ def _provenance(cfg: DictConfig, figure: dict, point: Point, chash: str, outcome
 
 
 def require_figure(figure_id: str) -> None:
-    from experiments.figures import figure_ids
-
     if figure_id not in figure_ids():
         raise UsageError(f"unknown figure {figure_id!r}; valid: {', '.join(figure_ids())}")
 
@@ -147,7 +135,7 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
         outcome = PointOutcome(status="error", error=_error_text(exc))
         # A failure may leave Spark unusable (e.g. the JVM ran out of heap and stopped the
         # context): the next point then starts a fresh session instead of failing on it.
-        from experiments.spark_session import reset_if_broken
+        from runtime.spark_session import reset_if_broken
 
         reset_if_broken()
     wall = time.perf_counter() - t0
@@ -283,7 +271,7 @@ def _exit_now(code: int) -> None:
     into a crash."""
     import logging
 
-    from experiments.spark_session import stop_spark
+    from runtime.spark_session import stop_spark
 
     stop_spark()
     logging.shutdown()

@@ -14,12 +14,12 @@ import sys
 
 import pandas as pd
 
+from experiments.config import compose
 from experiments.figure_spec import plain, x_values
 from experiments.kinds import load_kind
 from experiments.run import (
     UsageError,
     _first_line,
-    compose,
     point_context,
     require_figure,
     require_series,

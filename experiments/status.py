@@ -6,10 +6,10 @@ import re
 import sys
 
 from experiments.figures import figure_ids, load_figure
-from experiments.paths import ROOT
 from experiments.report import missing_points
 from experiments.results import read_results
 from experiments.targets import evaluate
+from runtime.paths import ROOT
 
 START, END = "<!-- figures:start -->", "<!-- figures:end -->"
 

@@ -1,7 +1,10 @@
-"""Redraw a figure from results/ only: ``python -m figures.plot <paper>/<fig> [scale=small]``.
+"""Redraw figures from results/ only:
+``python -m figures.plot <paper>/<fig>|<paper>|all ... [scale=small] [results_root=DIR]``.
 
 Writes ``figures/<paper>/<fig>.png`` and ``.pdf`` for the published scale (small), and under
-``scratch/figures/<scale>/`` otherwise.
+``scratch/figures/<scale>/`` otherwise (:func:`experiments.figures.chart_base`). ``figures``
+sits on top: it reads experiments' figure registry and results, and ``experiments`` runs this
+module as a child process (:func:`experiments.figures.draw_charts`) rather than importing it.
 """
 
 from __future__ import annotations
@@ -9,21 +12,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from experiments.figures import load_figure, select
-from experiments.paths import FIGURES, ROOT, SCRATCH
+from experiments.figures import chart_base, load_figure, select
 from experiments.results import read_results
 from figures.kinds import load
-
-
-def output_base(figure_id: str, scale: str) -> Path:
-    base = FIGURES if scale == "small" else SCRATCH / "figures" / scale
-    return base / figure_id
+from runtime.paths import ROOT
 
 
 def plot_figure(figure_id: str, scale: str = "small", results_root: str | None = None) -> Path | None:
     figure = load_figure(figure_id, scale)
     if results_root is None:
-        from experiments.run import compose
+        from experiments.config import compose
 
         results_root = compose([f"figure={figure_id}", f"scale={scale}"]).scale.results_root
     results = read_results(results_root, figure_id)
@@ -32,7 +30,7 @@ def plot_figure(figure_id: str, scale: str = "small", results_root: str | None =
               f"{figure_id.replace('/', '-')})", file=sys.stderr)
         return None
     fig = load(figure.get("plot", {}).get("kind", "lines"))(figure, results)
-    out = output_base(figure_id, scale)
+    out = chart_base(figure_id, scale)
     png, pdf = out.with_suffix(".png"), out.with_suffix(".pdf")
     out.parent.mkdir(parents=True, exist_ok=True)
     # no creation date in the PDF: a redraw from the same results is byte-identical
@@ -49,11 +47,11 @@ def main(argv: list[str]) -> int:
     args = [a for a in argv if "=" not in a]
     opts = dict(a.split("=", 1) for a in argv if "=" in a)
     if not args:
-        print("usage: python -m figures.plot <paper>/<fig>|<paper>|all [scale=small]",
-              file=sys.stderr)
+        print("usage: python -m figures.plot <paper>/<fig>|<paper>|all ... [scale=small] "
+              "[results_root=DIR]", file=sys.stderr)
         return 2
     try:
-        ids = select(args[0])
+        ids = list(dict.fromkeys(i for name in args for i in select(name)))
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2

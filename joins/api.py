@@ -77,14 +77,13 @@ class JoinResult:
     sql_conf: dict[str, Any] = field(default_factory=dict)
 
 
-# Spark jobs whose description starts with this are preparation the paper does not count
-# (e.g. DER's record ids): metrics capture leaves their tasks out of modeled time.
-UNCOUNTED_JOB_PREFIX = "uncounted:"
-
-
 def uncounted(spark: SparkSession, what: str):
-    """Context manager marking the Spark jobs run inside it as not part of the algorithm's cost."""
+    """Context manager marking the Spark jobs run inside it as not part of the algorithm's cost
+    (preparation the paper does not count, e.g. DER's record ids): metrics capture
+    (:mod:`runtime.spark_metrics`) leaves their tasks out of modeled time."""
     from contextlib import contextmanager
+
+    from runtime.spark_metrics import UNCOUNTED_JOB_PREFIX
 
     @contextmanager
     def _mark():

@@ -17,11 +17,9 @@ from __future__ import annotations
 import math
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from joins.cli_checks import (
-    CliError,
     check_distinct,
     check_output_folder,
     check_params,
@@ -29,6 +27,7 @@ from joins.cli_checks import (
     mark_output_folder,
     output_path,
 )
+from joins.cli_common import CliError, check_key, parquet_schema, spark_preset_or_usage_error
 from joins.registry import ALGORITHMS, UnknownAlgorithm, get
 
 USAGE = __doc__
@@ -46,28 +45,6 @@ def parse_kv(argv: list[str]) -> dict[str, str]:
         k, v = a.split("=", 1)
         opts[k] = v
     return opts
-
-
-def parquet_schema(path: str) -> Any:
-    import pyarrow.dataset as ds
-
-    p = Path(path)
-    if not p.exists():
-        raise CliError(f"input {path} does not exist")
-    try:
-        return ds.dataset(str(p), format="parquet").schema
-    except Exception as exc:
-        raise CliError(f"input {path} is not readable as Parquet: {exc}") from None
-
-
-def check_key(schemas: dict[str, Any], on: str) -> None:
-    types = {}
-    for side, schema in schemas.items():
-        if on not in schema.names:
-            raise CliError(f"key column {on!r} is not in {side} (columns: {', '.join(schema.names)})")
-        types[side] = schema.field(on).type
-    if len(set(map(str, types.values()))) > 1:
-        raise CliError("key column types differ: " + ", ".join(f"{s}: {t}" for s, t in types.items()))
 
 
 def number_option(opts: dict[str, str], name: str, cast: type[int] | type[float],
@@ -94,16 +71,6 @@ def flag_option(opts: dict[str, str], name: str) -> bool:
     if value not in ("true", "false"):
         raise CliError(f"{name} must be true or false, got {opts[name]!r}")
     return value == "true"
-
-
-def spark_preset_or_usage_error(name: str) -> dict[str, Any]:
-    """A Spark preset's session keywords; an unknown one is a usage error."""
-    from experiments.spark_session import SparkConfigError, spark_preset
-
-    try:
-        return spark_preset(name)
-    except SparkConfigError as exc:
-        raise CliError(str(exc)) from None
 
 
 def cmd_list() -> int:
@@ -150,11 +117,11 @@ def cmd_run(opts: dict[str, str]) -> int:
     preset = spark_preset_or_usage_error(opts.get("spark", "local"))
     params = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
 
-    from experiments.cost_model import load_calibration, modeled_makespan
-    from experiments.spark_metrics import TaskMetricsCapture
-    from experiments.spark_session import get_spark
     from joins.api import BatchContext, JoinSpec
     from joins.batch.sql_conf import sql_conf
+    from runtime.cost_model import load_calibration, modeled_makespan
+    from runtime.spark_metrics import TaskMetricsCapture
+    from runtime.spark_session import get_spark
 
     spark = get_spark(**preset)
     left = spark.read.parquet(opts["left"])

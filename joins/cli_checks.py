@@ -26,13 +26,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from joins.cli_common import CliError
+
 MARKER = "_joins_output.json"  # Spark and pyarrow skip files starting with "_" when reading
 METADATA_KEY = b"joins_output"  # the marker in a Parquet file's key-value metadata
 _PROJECT = Path(__file__).resolve().parent.parent  # the folder holding the joins package
-
-
-class CliError(ValueError):
-    """A usage error: the CLI prints it as one line and exits with code 2."""
 
 
 # ---------------------------------------------------------------------------------- names

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark():
-    from experiments.spark_session import get_spark, stop_spark
+    from runtime.spark_session import get_spark, stop_spark
 
     session = get_spark(
         "local[2]",

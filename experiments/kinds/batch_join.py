@@ -14,15 +14,15 @@ import duckdb
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 
-from experiments.cost_model import executor_imbalance, stage_table
 from experiments.figure_spec import resolve_scaled, scaled_rule
 from experiments.kinds import PointContext, PointOutcome, series_algorithm, wall_clock_guard
-from experiments.spark_metrics import TaskMetricsCapture
-from experiments.spark_session import get_spark
 from joins.api import BatchContext, BudgetExceeded, JoinSpec, consume_output
 from joins.batch.sql_conf import sql_conf
 from joins.oracle import oracle_count
 from joins.registry import get as get_algorithm
+from runtime.cost_model import executor_imbalance, stage_table
+from runtime.spark_metrics import TaskMetricsCapture
+from runtime.spark_session import get_spark
 
 
 def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:

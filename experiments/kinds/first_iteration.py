@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datagen.amjoin_toy import FIG3_PARAMS, FIG3_PARTITIONS, FIG3_R, FIG3_S
 from experiments.kinds import PointContext, PointOutcome, series_algorithm
-from experiments.spark_session import get_spark
 from joins.api import BatchContext
 from joins.batch.hot_keys import sublists
 from joins.batch.tree_join import TreeOptions, TreeStats, initial_index_parts, partition_loads
+from runtime.spark_session import get_spark
 
 # The chunking arithmetic of the paper's worked examples (T1), computed by the same function
 # Tree-Join uses: list length -> sub-list pairs.

@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from experiments.cost_model import r_squared
 from experiments.figure_spec import scaled_rule
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
+from joins.calibrated import cost_model
+from runtime.cost_model import r_squared
 
 TIME_SERIES_UNITS = {
     "max_ilf_t": "tuples", "avg_ilf_t": "tuples", "max_ilf_mb_t": "modeled MB",
@@ -73,32 +74,6 @@ def oracle_rows(folder: Path, band: float | None) -> int:
     tmp.write_text(json.dumps({"rows": rows}))
     tmp.replace(cache)
     return rows
-
-
-def cost_model(calibration: Any, run: dict | None = None):
-    """The online engine's cost model from the run's calibration (``calibration.online``);
-    the engine's documented uncalibrated defaults when the machine has no online constants.
-
-    Disk costs: a spilled tuple and a probe into spilled state cost what ``make calibrate``
-    measured on the spill store (:mod:`joins.online.spill_store`, an on-disk B-tree standing in
-    for Squall's BerkeleyDB). When ``run.disk_cost_factor`` is set they cost that many times
-    the calibrated in-memory cost of receiving and probing one tuple instead (a stated
-    modeling assumption, recorded with the point as ``disk_cost_factor``)."""
-    from dataclasses import replace
-
-    from joins.online import CostModel
-
-    online = getattr(calibration, "online", None) or {}
-    cost = CostModel.from_dict(online) if online else CostModel()
-    factor = (run or {}).get("disk_cost_factor")
-    if factor is not None:
-        mem = cost.per_received + cost.per_probe
-        cost = replace(cost, per_spilled=float(factor) * mem, per_disk_probe=float(factor) * mem)
-    elif online and "spill_store" not in online:
-        raise ValueError(
-            f"calibration {getattr(calibration, 'id', '?')} has no measured spill-store costs: "
-            "run `make calibrate ARGS=parts=spill`, or set run.disk_cost_factor")
-    return cost
 
 
 def arrival_is_r(order: str, n_r: int, n_s: int, seed: int, k: float | None) -> np.ndarray:
@@ -249,8 +224,8 @@ def weak_batch_size(run: dict, factor: float) -> int:
 
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
-    from experiments.spark_session import get_spark
     from joins.online import run_stream
+    from runtime.spark_session import get_spark
 
     _, wl, run = _settings(pc)
     params, algorithm, factor = run["params"], run["algorithm"], run["weak_factor"]

@@ -145,7 +145,7 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "
                          "(grid or biclique); hash routing only meets equal keys")
     parts = partitions or max(1, min(joiners, executor_cores(spark)))
-    from experiments.paths import ONLINE_SCRATCH
+    from runtime.paths import ONLINE_SCRATCH
 
     run_id = uuid.uuid4().hex[:12]
     pairs_dir = None

@@ -25,7 +25,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from joins.cli import CliError, check_key, parquet_schema, spark_preset_or_usage_error
 from joins.cli_checks import (
     algorithm_params,
     check_distinct,
@@ -36,6 +35,7 @@ from joins.cli_checks import (
     output_path,
     write_marked_parquet,
 )
+from joins.cli_common import CliError, check_key, parquet_schema, spark_preset_or_usage_error
 
 USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
@@ -118,8 +118,8 @@ def _check_outputs(args: dict, paths: dict[str, str]) -> None:
 
 def calibrated_cost():
     """The online cost model of the machine's calibration (the one the figures use)."""
-    from experiments.cost_model import load_calibration
-    from experiments.kinds.online_join import cost_model
+    from joins.calibrated import cost_model
+    from runtime.cost_model import load_calibration
 
     cal = load_calibration()
     try:
@@ -334,8 +334,8 @@ def main(argv: list[str]) -> int:
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from experiments.spark_session import get_spark
     from joins.online import run_stream
+    from runtime.spark_session import get_spark
 
     spark = get_spark(**spark_preset_or_usage_error(args.get("spark", "local")))
     paths = opts.pop("paths")

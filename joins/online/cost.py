@@ -19,8 +19,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from experiments.cost_model import r_squared
 from joins.online import spill_store
+from runtime.cost_model import r_squared
 
 
 @dataclass(frozen=True)

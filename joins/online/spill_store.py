@@ -75,7 +75,7 @@ def measure(stored: int = 200_000, probes: int = 50_000, domain: int = 100_000,
     scratch folder), which need not be on the same device as the system's temporary folder.
     """
     if directory is None:
-        from experiments.paths import ONLINE_SCRATCH
+        from runtime.paths import ONLINE_SCRATCH
 
         directory = str(ONLINE_SCRATCH)
         os.makedirs(directory, exist_ok=True)

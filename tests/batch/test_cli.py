@@ -18,12 +18,12 @@ class SparkStarted(Exception):
 @pytest.fixture
 def files(tmp_path, monkeypatch):
     """Two tiny Parquet inputs; starting Spark raises, so a test sees whether checks ran first."""
-    import experiments.spark_session
+    import runtime.spark_session
 
     def no_spark(**_kw):
         raise SparkStarted
 
-    monkeypatch.setattr(experiments.spark_session, "get_spark", no_spark)
+    monkeypatch.setattr(runtime.spark_session, "get_spark", no_spark)
     pd.DataFrame({"key": [1, 2], "a": [1, 2]}).to_parquet(tmp_path / "A.parquet")
     pd.DataFrame({"key": [1, 3], "b": [1, 2]}).to_parquet(tmp_path / "B.parquet")
     return tmp_path

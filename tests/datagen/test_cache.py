@@ -7,8 +7,9 @@ import time
 import pytest
 
 import datagen.dpair
-from datagen import cache, chunks, materialize, read_manifest
+from datagen import cache, materialize, read_manifest
 from datagen.errors import GeneratorError
+from runtime.shipping import package_bytes
 
 from .helpers import part_bytes
 
@@ -44,11 +45,11 @@ def test_key_changes_with_generator_code_and_tool_versions(tmp_path, monkeypatch
     resolved = cache.resolve("dpair", KW)
     base = cache.config_hash("dpair", resolved)
     pkg = tmp_path / "datagen"
-    shutil.copytree(chunks.PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    assert chunks.package_bytes(pkg) == chunks.package_bytes()  # content only, not the path
+    shutil.copytree(cache.PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    assert package_bytes(pkg) == package_bytes(cache.PACKAGE)  # content only, not the path
     (pkg / "dpair.py").write_text((pkg / "dpair.py").read_text() + "# changed\n")
-    edited = chunks.package_bytes(pkg)
-    monkeypatch.setattr(cache, "package_bytes", lambda: edited)
+    edited = package_bytes(pkg)
+    monkeypatch.setattr(cache, "package_bytes", lambda *pkgs: edited)
     assert cache.config_hash("dpair", resolved) != base  # a code change is a new input
     monkeypatch.undo()
     assert cache.config_hash("dpair", resolved) == base

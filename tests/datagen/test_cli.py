@@ -82,7 +82,7 @@ def test_spark_takes_a_preset_name_and_an_unknown_one_is_one_error_line(tmp_path
 @pytest.mark.spark
 def test_spark_preset_name_starts_that_preset_and_generates(tmp_path, capsys, monkeypatch,
                                                             spark):
-    import experiments.spark_session as session
+    import runtime.spark_session as session
 
     asked = []
     monkeypatch.setattr(session, "get_spark", lambda *a, **kw: asked.append((a, kw)) or spark)
@@ -116,7 +116,7 @@ def test_force_never_replaces_a_folder_generation_did_not_write(tmp_path, capsys
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
 def test_unwritable_output_is_one_line_before_spark(tmp_path, capsys, monkeypatch):
-    import experiments.spark_session as session
+    import runtime.spark_session as session
 
     def refuse(*_a, **_kw):
         raise AssertionError("Spark started before the output was checked")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zipfile
 
-from experiments.spark_session import project_zip, ships_code
+from runtime.shipping import project_zip, ships_code
 
 
 def test_only_non_local_masters_get_the_code_shipped():
@@ -18,16 +18,17 @@ def test_the_project_zip_holds_every_package_and_is_named_by_its_content():
     path = project_zip()
     names = set(zipfile.ZipFile(path).namelist())
     for module in ("joins/online/worker.py", "joins/batch/am_join.py",
-                   "datagen/chunks.py", "experiments/paths.py"):
+                   "datagen/chunks.py", "runtime/paths.py", "runtime/shipping.py",
+                   "experiments/run.py"):
         assert module in names
     assert project_zip() == path  # same sources, same name: built once
 
 
 def test_an_edited_source_gives_a_zip_of_another_name(tmp_path, monkeypatch):
-    import experiments.paths
-    from datagen.chunks import package_zip
+    import runtime.paths
+    from runtime.shipping import package_zip
 
-    monkeypatch.setattr(experiments.paths, "SCRATCH", tmp_path / "scratch")
+    monkeypatch.setattr(runtime.paths, "SCRATCH", tmp_path / "scratch")
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "mod.py").write_text("X = 1\n")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from experiments.config import compose
 from experiments.figure_keys import CHECK_KEYS, PLOT_KEYS, RUN_KEYS, FigureKeyError
 from experiments.figure_spec import x_values
 from experiments.figures import figure_ids, load_figure
 from experiments.kinds import KINDS
-from experiments.run import compose, main
+from experiments.run import main
 from experiments.targets import CHECKS
 from figures.kinds import KINDS as PLOT_KINDS
 from joins.registry import ALGORITHMS

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.cost_model import (
+from runtime.cost_model import (
     BatchCosts,
     executor_imbalance,
     list_schedule,
@@ -14,7 +14,7 @@ from experiments.cost_model import (
     modeled_makespan,
     stage_table,
 )
-from experiments.spark_metrics import TaskMetricsCapture, union_parts
+from runtime.spark_metrics import TaskMetricsCapture, union_parts
 
 
 def test_list_schedule():
@@ -146,7 +146,7 @@ def test_calibrate_on_a_cluster_preset_needs_its_master_url(capsys, monkeypatch)
 
 
 def test_r_squared():
-    from experiments.cost_model import r_squared
+    from runtime.cost_model import r_squared
 
     assert r_squared([1, 2, 3], [1, 2, 3]) == 1.0
     assert r_squared([1, 2, 3], [2, 2, 2]) == 0.0  # no better than the mean
@@ -156,7 +156,7 @@ def test_r_squared():
 def test_online_disk_costs_come_from_the_measured_spill_store_unless_a_factor_is_set():
     from types import SimpleNamespace
 
-    from experiments.kinds.online_join import cost_model
+    from joins.calibrated import cost_model
 
     online = {"per_received": 1e-7, "per_probe": 2e-7, "per_spilled": 4e-6,
               "per_disk_probe": 3e-6, "spill_store": "sqlite"}

@@ -8,9 +8,9 @@ import sys
 import pandas as pd
 import pytest
 
-from experiments.paths import ROOT
 from experiments.targets import evaluate
 from figures.plot import plot_figure
+from runtime.paths import ROOT
 
 
 def _run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:

@@ -8,8 +8,9 @@ import pytest
 from nbclient import NotebookClient
 
 from experiments import kinds
-from experiments.paths import ROOT
-from experiments.run import compose, run_point
+from experiments.config import compose
+from experiments.run import run_point
+from runtime.paths import ROOT
 
 # figure -> (the points to write, what the executed notebook must show)
 CASES = {

@@ -29,10 +29,10 @@ def test_lines_draw_each_status(status, tmp_path):
 
 def test_redraw_is_byte_identical(tmp_path, monkeypatch):
     # a chart regenerated from the same results must not show up as a change in git
-    from experiments.paths import ROOT
     from figures import plot
+    from runtime.paths import ROOT
 
-    monkeypatch.setattr(plot, "output_base", lambda figure_id, scale: tmp_path / "fig9")
+    monkeypatch.setattr(plot, "chart_base", lambda figure_id, scale: tmp_path / "fig9")
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
     drawn = []
     for i in range(2):

@@ -4,15 +4,15 @@ ones: the online_join kind describes its inputs with the same ``inputs(pc)`` its
 from __future__ import annotations
 
 import datagen
-import experiments.paths
-import experiments.spark_session
+import runtime.paths
+import runtime.spark_session
 from datagen import read_manifest
 from experiments import prepare
 
 
 def test_prepare_lists_each_distinct_input_of_an_online_figure_once(monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **kw: None)
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda *a, **kw: None)
     monkeypatch.setattr(datagen, "materialize",
                         lambda gen, params, **kw: calls.append((gen, params)) or "FOLDER")
     assert prepare.main(["figure=squall/table2", "scale=tiny"]) == 0
@@ -23,8 +23,8 @@ def test_prepare_lists_each_distinct_input_of_an_online_figure_once(monkeypatch,
 
 
 def test_prepare_produces_an_online_figure_input(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(experiments.paths, "DATA_CACHE", tmp_path)
-    monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **kw: None)
+    monkeypatch.setattr(runtime.paths, "DATA_CACHE", tmp_path)
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda *a, **kw: None)
     assert prepare.main(["figure=squall/fig5k", "scale=tiny", "progress=false"]) == 0
     (folder,) = tmp_path.glob("squall_query-*")
     m = read_manifest(folder)

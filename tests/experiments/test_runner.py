@@ -8,8 +8,9 @@ import pandas as pd
 import pytest
 
 from experiments import kinds, results
+from experiments.config import compose
 from experiments.results import Point, finished, read_results, write_point
-from experiments.run import compose, run_point
+from experiments.run import run_point
 from tests.experiments import fake_kind
 
 
@@ -186,7 +187,7 @@ def test_read_results_ignores_in_progress_files(tmp_path):
 
 @pytest.mark.spark
 def test_failed_point_resets_the_spark_session(scripted, monkeypatch, spark):
-    import experiments.spark_session as session
+    import runtime.spark_session as session
 
     class Dead:
         """A session whose JVM died: stopping it fails too."""
@@ -206,7 +207,7 @@ def test_failed_point_resets_the_spark_session(scripted, monkeypatch, spark):
 
 @pytest.mark.spark
 def test_failed_point_keeps_a_healthy_session(scripted, spark):
-    import experiments.spark_session as session
+    import runtime.spark_session as session
 
     run, _ = scripted
     assert session._session is spark

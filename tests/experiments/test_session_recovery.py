@@ -9,11 +9,11 @@ import subprocess
 import sys
 import textwrap
 
-from experiments.paths import ROOT
+from runtime.paths import ROOT
 
 _SCRIPT = textwrap.dedent("""
     from pyspark import SparkContext
-    from experiments.spark_session import get_spark, reset_if_broken, stop_spark
+    from runtime.spark_session import get_spark, reset_if_broken, stop_spark
 
     spark = get_spark(master="local[1]", driver_memory="1g")
     assert spark.range(5).count() == 5

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-import experiments.spark_session as session
-from experiments.spark_session import move_worker_logs, prune_event_logs
+import runtime.spark_session as session
+from runtime.spark_session import move_worker_logs, prune_event_logs
 
 
 def _app_dir(work, app="app-20260101000000-0000"):

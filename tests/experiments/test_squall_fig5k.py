@@ -9,8 +9,8 @@ import sys
 import pandas as pd
 import pytest
 
-from experiments.paths import ROOT
 from figures.plot import plot_figure
+from runtime.paths import ROOT
 
 FIG = "squall/fig5k"
 

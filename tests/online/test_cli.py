@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import experiments.spark_session
+import runtime.spark_session
 from joins.cli_checks import MARKER, mark_output_folder
 from joins.online.cli import main
 
@@ -27,7 +27,7 @@ def no_spark(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the CLI started Spark on bad input")
 
-    monkeypatch.setattr(experiments.spark_session, "get_spark", refuse)
+    monkeypatch.setattr(runtime.spark_session, "get_spark", refuse)
 
 
 @pytest.mark.usefixtures("no_spark")
@@ -165,11 +165,11 @@ def test_metrics_use_the_calibrated_cost_model(files, capsys, monkeypatch, spark
     """The CLI's modeled cost is the figures' (experiments' calibration), not the engine's
     uncalibrated defaults, and says which calibration it used. Its outputs are marked as its
     own: a second run refuses them, and force=true replaces them."""
-    from experiments.cost_model import load_calibration
-    from experiments.kinds.online_join import cost_model
+    from joins.calibrated import cost_model
     from joins.online import CostModel
+    from runtime.cost_model import load_calibration
 
-    monkeypatch.setattr(experiments.spark_session, "get_spark", lambda *a, **k: spark)
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda *a, **k: spark)
     out = files / "metrics.parquet"
     rows = files / "OUT.parquet"
     argv = ["operator=static_mid", "joiners=4", f"r={files / 'R.parquet'}",

@@ -3,7 +3,7 @@
 Presets come from ``conf/spark/*.yaml``. ``local`` embeds Spark in this process;
 ``local_cluster`` starts real separate executor JVMs on this machine; ``standalone``, ``yarn``
 and ``k8s`` read the master URL from an environment variable. Every session writes an
-uncompressed, non-rolling event log that :mod:`experiments.spark_metrics` reads for per-task
+uncompressed, non-rolling event log that :mod:`runtime.spark_metrics` reads for per-task
 metrics while the session runs; stopping a session keeps only the newest logs and moves a
 local cluster's executor logs out of the PySpark package into ``scratch/spark-worker/``.
 """
@@ -21,14 +21,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from experiments.paths import CONF, ROOT, SCRATCH
+from runtime.paths import CONF, ROOT, SCRATCH
+from runtime.shipping import project_zip, ships_code
 
 _session = None
 _session_key: tuple | None = None
 
 EVENT_LOGS = SCRATCH / "spark-events"
 WORKER_LOGS = SCRATCH / "spark-worker"
-# Event logs are read only while their session runs (experiments.spark_metrics); afterwards
+# Event logs are read only while their session runs (runtime.spark_metrics); afterwards
 # they serve a post-mortem of recent runs (e.g. in Spark's history server). One sweep or test
 # run makes one to a few sessions, so the newest 30 cover the last `make reproduce` and
 # `make test` (measured here: 46 logs took 209 MB, most under 1 MB, the largest 93 MB, a
@@ -137,24 +138,6 @@ def get_spark(
         _session.sparkContext.addPyFile(str(project_zip()))
     _session_key = key
     return _session
-
-
-PROJECT_PACKAGES = ("joins", "datagen", "experiments")
-
-
-def ships_code(url: str) -> bool:
-    """Whether executors need the project's code shipped: local masters (also local-cluster,
-    whose executors inherit this machine's PYTHONPATH) import it from the checkout; a real
-    cluster's executors run tasks that call into ``joins`` (the online engine's worker steps,
-    the generators' chunk jobs) without it."""
-    return not url.startswith("local")
-
-
-def project_zip() -> Path:
-    """The project's packages as one zip named by its content hash (rebuilt when code changes)."""
-    from datagen.chunks import package_zip
-
-    return package_zip(*(ROOT / p for p in PROJECT_PACKAGES), name="project")
 
 
 def stop_spark() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.paths import ROOT
+from runtime.paths import ROOT
 
 CALIBRATION_DIR = ROOT / "calibration"
 

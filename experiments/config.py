@@ -1,0 +1,24 @@
+"""Composing the root config outside a Hydra run (validation, sweep expansion, the figure
+registry, plots, tests). A module of its own below :mod:`experiments.run` and
+:mod:`experiments.figures`: both need it, and the runner also needs the registry, so with
+``compose`` in the runner the two modules imported each other."""
+
+from __future__ import annotations
+
+from omegaconf import DictConfig
+
+from experiments import schema  # noqa: F401  (registers the structured configs)
+from experiments.figure_keys import check_figure_keys
+from experiments.figure_spec import plain
+from runtime.paths import CONF
+
+
+def compose(overrides: list[str]) -> DictConfig:
+    """Compose the root config outside a Hydra run (validation, sweep expansion, tests)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = hydra_compose("config", overrides=overrides)
+    check_figure_keys(plain(cfg.figure))  # a misspelt key in a free-form block fails here
+    return cfg
