@@ -3,7 +3,7 @@
 Batch: run shuffle joins and aggregations of several sizes and skews on Spark, read every
 task's exact counts and its executor run time from the event log, and fit the non-negative
 linear model of :class:`runtime.cost_model.BatchCosts` (scipy's NNLS). Online: the
-engine's own calibration (:func:`joins.online.cost.calibrate`) when it is available. The result
+engine's own calibration (:func:`joins.online.calibration.calibrate`) when it is available. The result
 goes to ``calibration/local.json`` (``default.json`` is the committed reference, measured the
 same way on a 2-core machine, where the default ``spark=local`` preset's ``local[*]`` is the
 ``local[2]`` its note records) and its id is recorded with every result; an older calibration that published results
@@ -83,7 +83,7 @@ def measure_batch(spark, repeats: int = 2) -> tuple[BatchCosts, dict]:
 
 def measure_online(spark) -> dict:
     try:
-        from joins.online.cost import calibrate
+        from joins.online.calibration import calibrate
     except ImportError:
         return {}
     return dict(calibrate(spark))

@@ -90,7 +90,7 @@ def test_fluct_ilf_within_1_25_of_optimal_after_warmup(k):
 
 
 def test_calibrate_fits_on_tiny_runs(spark, tmp_path):
-    from joins.online.cost import CalibrationRun, calibrate
+    from joins.online.calibration import CalibrationRun, calibrate
 
     runs = (CalibrationRun("shj", 2, 300, 600, 50, 0.0, 300),
             CalibrationRun("static_mid", 4, 300, 600, 50, 1.0, 450, spill=True))
