@@ -218,8 +218,9 @@ class Joiner(Program):
         self._forget(ws, seqs[seqs <= cut], None)
         path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{ctx.batch:06d}.npz")
         extra = {}
-        if parts["r"].ts is not None:
-            extra = {f"{n}_ts": parts[n].ts for n in ("r", "s")}
+        if any(parts[n].ts is not None for n in ("r", "s")):  # an empty side has no times
+            extra = {f"{n}_ts": parts[n].ts if parts[n].ts is not None else np.zeros(0)
+                     for n in ("r", "s")}
         np.savez(path, **{f"{n}_{a}": getattr(parts[n], a) for n in ("r", "s")
                           for a in ("key", "tid", "seq", "u")},
                  evicted_after=np.array([ws.last_seq]), **extra)
