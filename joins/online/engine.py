@@ -261,14 +261,15 @@ class Engine:
         return src.mapPartitionsWithIndex(partial(_run_partition_bc, acc, bcs),
                                           preservesPartitioning=True)
 
-    def _local_step(self, chunks, report) -> None:
+    def _local_step(self, chunks, report, prev_sent: bool) -> None:
         """The same step without Spark, for fast property tests: every partition's state is
-        pickled and unpickled between micro-batches, as a Spark block would be."""
+        pickled and unpickled between micro-batches, as a Spark block would be, and the last
+        step's outgoing pieces arrive only when the driver would union them on Spark."""
         import pickle
 
         mail: dict[int, list] = {p: [] for p in range(self.P)}
         for st in self._local.values():
-            for dest, msg in st.outgoing:
+            for dest, msg in (st.outgoing if prev_sent else ()):
                 mail[dest].append((dest, msg))
         for p, chunk in enumerate(chunks):
             recs = ([(p, self._local[p])] if p in self._local else []) + [(p, chunk)] + mail[p]
@@ -466,7 +467,7 @@ class Engine:
                             drain)
                       for p in range(P)]
             if self.backend == "local":
-                self._local_step(chunks, acc)
+                self._local_step(chunks, acc, prev_sent)
                 new = None
             else:
                 new = self._spark_step(prev, chunks, prev_sent, acc)
@@ -498,7 +499,7 @@ class Engine:
                 raise RuntimeError(f"batch {b}: {len(reports)} of {P} partitions reported")
             first_row = len(rows)
             outboxes: dict = {}
-            sent = 0
+            sent = outgoing = 0
             for (_, pid), payload in sorted(reports.items()):
                 for row in payload["rows"]:
                     k = row.pop("tick")
@@ -512,6 +513,7 @@ class Engine:
                                      batch_wall_seconds=wall, partition=pid, **seen, **row))
                     sent += row["sent"]
                 outboxes.update(payload["outboxes"])
+                outgoing += payload["outgoing"]
                 for ph, tids in payload.get("pairs", {}).items():
                     pairs.append(tuple(tids))
                     phases.append(ph)
@@ -520,7 +522,8 @@ class Engine:
                 if transfer.done:
                     finalize_next = True
                     epochs[-1]["migration_tuples"] = transfer.sent
-            prev_sent = sent > 0 or bool(quotas)
+            # the next step unions this one's outgoing pieces (moves, clean-up gathering)
+            prev_sent = outgoing > 0 or bool(quotas)
             prev = new
             if drain:
                 layout = new_layout

@@ -277,7 +277,7 @@ def step(pid: int, records, report) -> PartitionState:
             c["seconds"] += time.perf_counter() - t0
     outboxes = {(wid, dest): sizes for wid, ws in state.workers.items()
                 for dest, sizes in prog.outbox_sizes(ws).items()}
-    payload = {"rows": rows, "outboxes": outboxes}
+    payload = {"rows": rows, "outboxes": outboxes, "outgoing": len(state.outgoing)}
     if want:
         tids = {ph: [np.concatenate([p[k] for p in lst]) if lst else np.zeros(0, np.int64)
                      for k in range(n_in)] for ph, lst in pairs.items()}
