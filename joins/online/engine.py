@@ -176,7 +176,10 @@ def _tick_end(stream: Stream, step_index: int, t: _Tick) -> TickEnd:
     order, so no later tuple is earlier)."""
     idx = step_index if t.index < 0 else t.index
     wm = float(stream.time[t.b - 1]) if stream.time is not None and t.b > 0 else float("-inf")
-    return TickEnd(idx, t.b - 1, wm, t.t0, t.t1)
+    t0, t1 = t.t0, t.t1
+    if t.index < 0 and stream.time is not None and t.b > t.a:  # count-cut: its tuples' range
+        t0, t1 = float(stream.time[t.a]), float(stream.time[t.b - 1])
+    return TickEnd(idx, t.b - 1, wm, t0, t1)
 
 
 def _interleave(ops: list, ticks: list[_Tick], stream: Stream, mark) -> list:
