@@ -182,8 +182,10 @@ class JoinGraph:
         """``on``: one column shared by all inputs, or edges "A.x=B.y" (a list or a
         comma-separated string)."""
         if isinstance(on, str) and "=" not in on:
+            # A.k = B.k = C.k: a chain in the order of the inputs (for equality every pair is
+            # equal; with a band, consecutive inputs are within it, as the edges say)
             slots = tuple((on,) for _ in names)
-            edges = tuple((0, 0, i, 0) for i in range(1, len(names)))
+            edges = tuple((i - 1, 0, i, 0) for i in range(1, len(names)))
             return cls(tuple(names), slots, edges)
         items = [e.strip() for e in (on.split(",") if isinstance(on, str) else on)]
         slots: list[list[str]] = [[] for _ in names]
