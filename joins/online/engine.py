@@ -530,6 +530,15 @@ class Engine:
             prev = new
             if drain:
                 layout = new_layout
+            if transfer is None and boundary is None:  # drained units leave once empty
+                held = {}
+                for row in rows[first_row:]:
+                    held[row["worker"]] = row.get("outbox", 0) + sum(
+                        v for k, v in row.items() if k.startswith("stored@"))
+                retired = layout.retire(held)
+                if retired is not None:
+                    gone = sorted(set(layout.workers.tolist()) - set(retired.workers.tolist()))
+                    boundary = Decision(z, {"retired": gone}, retired)
             uses_stats = type(pol).after_batch is not Policy.after_batch
             if uses_stats and transfer is None and boundary is None and z < n:
                 dec = pol.after_batch(pd.DataFrame(rows[first_row:]), z)

@@ -128,6 +128,11 @@ class Layout(ABC):
         """The layout with another number of units (``rescale=`` of the stream CLI)."""
         raise ValueError(f"a {self.kind} layout cannot be rescaled")
 
+    def retire(self, stored: dict[int, int]) -> Layout | None:
+        """The layout without units that were left to drain and now hold nothing (``stored``:
+        tuples held per worker after a step), or None."""
+        return None
+
 
 class GridLayout(Layout):
     """Squall's (n,m)-mapping: worker w sits at cell (rows[w], cols[w]); n*m = J cells.
@@ -351,10 +356,15 @@ class BicliqueLayout(Layout):
     kind = "biclique"
     move_mode = "handoff"
 
-    def __init__(self, a: int | np.ndarray, b: int | np.ndarray) -> None:
+    def __init__(self, a: int | np.ndarray, b: int | np.ndarray,
+                 draining: np.ndarray | None = None) -> None:
         if np.isscalar(a):
             a, b = np.arange(int(a)), int(a) + np.arange(int(b))
         self.r_ids, self.s_ids = np.asarray(a, np.int64), np.asarray(b, np.int64)
+        # retired units still holding state: probed, never stored to, gone once empty
+        # (their state expired), so a windowed biclique shrinks without moving anything
+        self.draining = np.zeros(0, np.int64) if draining is None else \
+            np.asarray(draining, np.int64)
         if len(self.r_ids) < 1 or len(self.s_ids) < 1:
             raise ValueError("a join-biclique needs at least one unit per side")
         if len(np.intersect1d(self.r_ids, self.s_ids)) or \
@@ -362,7 +372,9 @@ class BicliqueLayout(Layout):
                 len(np.unique(self.s_ids)) != len(self.s_ids):
             raise ValueError("join-biclique unit ids must be distinct")
         self.a, self.b = len(self.r_ids), len(self.s_ids)
-        self._workers = np.sort(np.concatenate([self.r_ids, self.s_ids]))
+        self._workers = np.sort(np.concatenate([self.r_ids, self.s_ids, self.draining]))
+        self._draining_side: dict[bool, np.ndarray] = {True: np.zeros(0, np.int64),
+                                                       False: np.zeros(0, np.int64)}
 
     @property
     def workers(self) -> np.ndarray:
@@ -375,23 +387,50 @@ class BicliqueLayout(Layout):
     def side(self, is_r: bool) -> np.ndarray:
         return self.r_ids if is_r else self.s_ids
 
+    def probed(self, is_r: bool) -> np.ndarray:
+        """The units holding side ``is_r``'s tuples, which the other side probes (active and
+        draining)."""
+        return np.union1d(self.side(is_r), self._draining_side[is_r])
+
     def route(self, is_r, key, u):
         idx_r, idx_s = np.flatnonzero(is_r), np.flatnonzero(~is_r)
-        t = np.concatenate([idx_r, idx_s, np.repeat(idx_r, self.b), np.repeat(idx_s, self.a)])
+        pr_r, pr_s = self.probed(True), self.probed(False)  # R units and S units to probe
+        t = np.concatenate([idx_r, idx_s, np.repeat(idx_r, len(pr_s)),
+                            np.repeat(idx_s, len(pr_r))])
         w = np.concatenate([self.r_ids[part_of(u[idx_r], self.a)],
                             self.s_ids[part_of(u[idx_s], self.b)],
-                            np.tile(self.s_ids, len(idx_r)), np.tile(self.r_ids, len(idx_s))])
+                            np.tile(pr_s, len(idx_r)), np.tile(pr_r, len(idx_s))])
         role = np.concatenate([np.full(len(idx_r) + len(idx_s), STORE, np.int8),
                                np.full(len(t) - len(idx_r) - len(idx_s), PROBE, np.int8)])
         return t, w, role
+
+    def drain(self, a: int, b: int) -> BicliqueLayout:
+        """Like :meth:`resize`, but the units that leave keep their state and keep being probed
+        until it has expired (a windowed join), instead of handing it over."""
+        new = self.resize(a, b)
+        gone_r = np.setdiff1d(self.probed(True), new.r_ids)
+        gone_s = np.setdiff1d(self.probed(False), new.s_ids)
+        out = BicliqueLayout(new.r_ids, new.s_ids, np.concatenate([gone_r, gone_s]))
+        out._draining_side = {True: gone_r, False: gone_s}
+        return out
+
+    def retire(self, stored):
+        empty = [int(w) for w in self.draining if stored.get(int(w), 0) == 0]
+        return self.without(empty) if empty else None
+
+    def without(self, units) -> BicliqueLayout:
+        """This layout with drained (now empty) units gone."""
+        out = BicliqueLayout(self.r_ids, self.s_ids, np.setdiff1d(self.draining, units))
+        out._draining_side = {k: np.setdiff1d(v, units) for k, v in self._draining_side.items()}
+        return out
 
     def route_moving(self, old: Layout, is_r, key, u):
         """Routing while tuples move from ``old``: stored by this layout, probing every unit of
         the other side in either layout (a retiring unit holds state until it is sent)."""
         if not isinstance(old, BicliqueLayout):
             raise ValueError("a join-biclique moves only from a join-biclique")
-        union = BicliqueLayout(np.union1d(self.r_ids, old.r_ids),
-                               np.union1d(self.s_ids, old.s_ids))
+        union = BicliqueLayout(np.union1d(self.probed(True), old.probed(True)),
+                               np.union1d(self.probed(False), old.probed(False)))
         idx_r, idx_s = np.flatnonzero(is_r), np.flatnonzero(~is_r)
         t = np.concatenate([idx_r, idx_s, np.repeat(idx_r, union.b), np.repeat(idx_s, union.a)])
         w = np.concatenate([self.r_ids[part_of(u[idx_r], self.a)],
@@ -419,7 +458,7 @@ class BicliqueLayout(Layout):
         everything; a retiring unit sends each tuple to its placement under ``new``."""
         if not isinstance(new, BicliqueLayout):
             raise ValueError("a join-biclique moves only to a join-biclique")
-        if np.any(new.side(is_r) == me):
+        if np.any(new.probed(is_r) == me):  # stays, or drains where it is
             return np.ones(len(u), bool), []
         dest = new.place(is_r, u)
         return np.zeros(len(u), bool), [(int(d), dest == d) for d in np.unique(dest)]
@@ -427,7 +466,7 @@ class BicliqueLayout(Layout):
     def resize(self, a: int, b: int) -> BicliqueLayout:
         """``a`` R units and ``b`` S units: units that stay keep their ids, new units get fresh
         ids, the last units of a shrinking side retire."""
-        nxt = int(self._workers.max()) + 1
+        nxt = int(max(self._workers.max(), self.draining.max(initial=-1))) + 1
         r = self.r_ids[:a] if a <= self.a else np.concatenate(
             [self.r_ids, nxt + np.arange(a - self.a)])
         nxt += max(0, a - self.a)

@@ -70,3 +70,31 @@ def test_relocation_with_eviction_is_exact(budget, seed):
     assert len(res.output) == len(oracle_join(rf, sf))
     assert res.summary["migrations"] >= 1 and res.summary["spilled"] > 0
     assert (res.output["phase"] == "cleanup").any()
+
+
+def test_a_windowed_biclique_shrinks_by_draining_without_moving_state():
+    """BiStream's windowed elasticity: units that leave keep their tuples and are probed until
+    the window has expired them, then retire; nothing moves and every result is exact."""
+    from joins.oracle import oracle_graph
+
+    rng = np.random.default_rng(3)
+    rf = pd.DataFrame({"key": rng.integers(0, 9, 400), "a": np.arange(400),
+                       "t": np.sort(rng.uniform(0, 100, 400))})
+    sf = pd.DataFrame({"key": rng.integers(0, 9, 500), "b": np.arange(500),
+                       "t": np.sort(rng.uniform(0, 100, 500))})
+
+    def factory(joiners, **kw):
+        return Scripted(BicliqueLayout(4, 4), [(300, lambda lay: lay.drain(2, 3))])
+
+    res = run_stream(None, rf, sf, operator=factory, joiners=8, time="t", tick=2.0, window=5.0,
+                     collect_output=True, progress=False, backend="local")
+    want = oracle_graph({"R": rf, "S": sf}, [("R", "key", "S", "key")], window=5.0, time="t",
+                        prefixes={"R": "l_", "S": "r_"})
+    assert_same_rows(res.output, want)
+    assert len(res.output) == len(want)
+    m = res.metrics
+    assert m["sent"].sum() == 0 and m["expired"].sum() > 0
+    retired = [d for d in res.decisions.to_dict("records") if isinstance(d.get("retired"), list)]
+    assert retired and sorted(sum((d["retired"] for d in retired), [])) == [2, 3, 7]
+    last = m[m["batch"] == m["batch"].max()]
+    assert set(last["worker"]) == {0, 1, 4, 5, 6}
