@@ -36,8 +36,8 @@ unpickling the persisted state, pickling and writing it back) and the top functi
 writes ``scratch/bench/online_nway_profile.json``.
 
 Prints and writes ``scratch/bench/online_nway.json``. Local wall times on this machine (with
-``uptime``'s load averages before and after each workload), not cluster times; not a timed
-test.
+``uptime``'s load averages and the CPU pressure before and after each workload), not cluster
+times; not a timed test.
 """
 
 from __future__ import annotations
@@ -88,8 +88,16 @@ def parse_args(argv: list[str]) -> dict:
     return args
 
 
-def load_averages() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+def load_averages() -> dict:
+    """``uptime``'s load averages and, where the kernel has it, the share of the last 60 s
+    in which some runnable task waited for a CPU (``/proc/pressure/cpu``, percent)."""
+    out: dict = {"load": [round(x, 2) for x in os.getloadavg()]}
+    try:
+        some = Path("/proc/pressure/cpu").read_text().splitlines()[0].split()
+        out["cpu_pressure_avg60"] = float(dict(x.split("=") for x in some[1:])["avg60"])
+    except (OSError, KeyError, ValueError, IndexError):
+        pass
+    return out
 
 
 def _proc_cpu(pid: int) -> float:
