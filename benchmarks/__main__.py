@@ -1,4 +1,5 @@
-"""Run every benchmark (or those named): ``python -m benchmarks [amjoin] [engine] [datagen]``.
+"""Run every benchmark (or those named):
+``python -m benchmarks [amjoin] [datagen] [engine] [online_nway] [key=value ...]``.
 
 Each benchmark runs in its own process and writes ``scratch/bench/<name>.json``.
 """
