@@ -92,30 +92,40 @@ _TERMS = {"per_received": "received", "per_probe": "probes", "per_output": "outp
           "per_disk_probe": "disk_probes", "per_stored": "stored"}
 
 
+# charged only when measured apart (given as ``known`` to :func:`fit`): in the engine's grid
+# and hash runs every delivery is stored, so a free fit could not tell them from per_received
+_KNOWN_ONLY = {"per_store_received": "store_received", "per_expired": "expired"}
+
+
 def fit(metrics: pd.DataFrame, batch_wall: pd.Series | None = None, cores: int = 1,
-        known: dict[str, float] | None = None) -> dict:
+        known: dict[str, float] | None = None, clock: str = "seconds") -> dict:
     """NNLS fit of per-worker measured seconds on [1, counts...]; the fixed per-batch cost is
     the median of (wall time of a micro-batch - summed measured worker time / ``cores``) when
     batch wall times are given (indexed by the rows' ``run`` and ``batch``).
 
     ``known``: constants measured apart (the spill store's, :mod:`joins.online.spill_store`);
     their share of each row's time is taken out before the fit and they are kept as given.
+    ``clock``: the measured time fitted (``seconds`` elapsed, or ``cpu_seconds``); the fixed
+    per-batch cost is always wall time beyond the elapsed ``seconds``.
     """
     from scipy.optimize import nnls
 
     known = dict(known or {})
     m = metrics.assign(migrated_all=metrics["migrated"] + metrics["sent"],
-                       stored=metrics["r_stored"] + metrics["s_stored"])
+                       stored=metrics["r_stored"] + metrics["s_stored"],
+                       store_received=_col(metrics, "store_received", "received"),
+                       expired=_col(metrics, "expired"))
+    terms = {**_TERMS, **_KNOWN_ONLY}
     free = [name for name in _TERMS if name not in known]
-    target = m["seconds"].to_numpy(float) - sum(
-        (v * m[_TERMS[k]].to_numpy(float) for k, v in known.items()), np.zeros(len(m)))
+    target = m[clock].to_numpy(float) - sum(
+        (v * m[terms[k]].to_numpy(float) for k, v in known.items()), np.zeros(len(m)))
     a = np.column_stack([np.ones(len(m))] + [m[_TERMS[c]].to_numpy(float) for c in free])
     scale = np.maximum(a.max(axis=0), 1e-12)
     coef, _ = nnls(a / scale, target)
     coef = coef / scale
     out = {"per_worker": coef[0], **dict(zip(free, coef[1:], strict=True)), **known}
-    predicted = a @ coef + (m["seconds"].to_numpy(float) - target)
-    out["r2"] = r_squared(m["seconds"], predicted)
+    predicted = a @ coef + (m[clock].to_numpy(float) - target)
+    out["r2"] = r_squared(m[clock], predicted)
     if batch_wall is not None:
         work = m.groupby(["run", "batch"])["seconds"].sum() / max(cores, 1)
         out["fixed_per_batch"] = float(max(0.0, (batch_wall - work).median()))
