@@ -88,8 +88,8 @@ def measure_batch(spark, repeats: int = 2) -> tuple[BatchCosts, dict]:
 def measure_online(spark, base: dict | None = None) -> dict:
     """The per-count constants (:func:`joins.online.calibration.calibrate_per_count`), then
     the NNLS fit of the engine's mixed runs for the constants no per-count run measures
-    (per_worker, per_migrated, fixed_per_batch), with the per-count ones kept as given; both
-    on the workers' CPU time. The per-count measurements (which run measured which constant)
+    (per_worker, per_migrated, per_stored, fixed_per_batch), with the per-count ones kept as
+    given; both on the workers' CPU time. The per-count measurements (which run measured which constant)
     go with the constants."""
     try:
         from joins.online.calibration import DERIVED, calibrate, calibrate_per_count
