@@ -10,7 +10,11 @@ same way on a 2-core machine, where the default ``spark=local`` preset's ``local
 still cite is kept as ``calibration/<id>.json``. ``parts=batch`` (``parts=online``) re-measures
 the batch (online) constants only and keeps the other ones the current calibration has;
 ``parts=spill`` re-measures only the online spill store's write and probe costs
-(:mod:`joins.online.spill_store`).
+(:mod:`joins.online.spill_store`). ``parts=percount`` measures the online constants one count
+at a time (:func:`joins.online.calibration.calibrate_per_count`: ``n=`` tuples per input,
+``repeats=``) and writes them, with the runs that measured each one, to a file of its own
+(``out=``, default ``calibration/online-percount-<date>.json``); it changes no calibration
+that results use.
 """
 
 from __future__ import annotations
@@ -81,21 +85,33 @@ def measure_batch(spark, repeats: int = 2) -> tuple[BatchCosts, dict]:
     return costs, {"tasks": len(tasks), "r2": float(r2)}
 
 
-def measure_online(spark) -> dict:
+def measure_online(spark, base: dict | None = None) -> dict:
+    """The per-count constants (:func:`joins.online.calibration.calibrate_per_count`), then
+    the NNLS fit of the engine's mixed runs for the constants no per-count run measures
+    (per_worker, per_migrated, per_stored, fixed_per_batch), with the per-count ones kept as
+    given; both on the workers' CPU time. The per-count measurements (which run measured which constant)
+    go with the constants."""
     try:
-        from joins.online.calibration import calibrate
+        from joins.online.calibration import DERIVED, calibrate, calibrate_per_count
     except ImportError:
         return {}
-    return dict(calibrate(spark))
+    per_count = calibrate_per_count(spark, base=base or {})
+    known = {k: per_count["online"][k] for k in DERIVED}
+    online = dict(calibrate(spark, known=known, clock="cpu_seconds"))
+    online["measurements"] = per_count["measurements"]
+    return online
 
 
 def main(argv: list[str]) -> int:
     opts = dict(a.split("=", 1) for a in argv if "=" in a)
     out = Path(opts.get("out", CALIBRATION_DIR / "local.json"))
     parts = opts.get("parts", "all")
-    if parts not in ("all", "batch", "online", "spill"):
-        print(f"parts must be all, batch, online or spill, got {parts!r}", file=sys.stderr)
+    if parts not in ("all", "batch", "online", "spill", "percount"):
+        print(f"parts must be all, batch, online, spill or percount, got {parts!r}",
+              file=sys.stderr)
         return 2
+    if parts == "percount":
+        return _per_count(opts)
     try:
         preset = spark_preset(opts.get("spark", "local"))  # before any work starts
     except SparkConfigError as exc:
@@ -125,7 +141,7 @@ def main(argv: list[str]) -> int:
         print(f"online spill store: per_spilled={online['per_spilled']:.3g} s, "
               f"per_disk_probe={online['per_disk_probe']:.3g} s ({online['spill_store']})")
     else:
-        online = measure_online(spark)
+        online = measure_online(spark, current.online)
         print(f"online cost model: {online or 'engine calibration not available'}")
     data = {
         "id": calibration_id(batch_d, online),
@@ -140,6 +156,34 @@ def main(argv: list[str]) -> int:
     tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
     tmp.replace(out)
     print(f"wrote {out} (calibration id {data['id']})")
+    return 0
+
+
+def _per_count(opts: dict) -> int:
+    from joins.online.calibration import calibrate_per_count, check_zero_constants
+
+    try:
+        preset = spark_preset(opts.get("spark", "local"))
+    except SparkConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(opts.get("out", CALIBRATION_DIR /
+                        f"online-percount-{time.strftime('%Y%m%d')}.json"))
+    current = load_calibration()
+    spark = get_spark(**{**preset, "driver_memory": "6g"})
+    result = calibrate_per_count(spark, n=int(opts.get("n", 200_000)),
+                                 repeats=int(opts.get("repeats", 5)),
+                                 base={**current.online, "calibration_id":
+                                       f"{current.id} ({current.online.get('calibration_id')})"})
+    result.update(machine=f"{platform.node()} {platform.machine()}".strip(),
+                  spark_master=spark.sparkContext.master, base_calibration=current.id)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    for name, rec in result["measurements"].items():
+        print(f"{name}: {result['online'][name]:.3g} s ({rec['runs']}) {rec.get('note', '')}")
+    bad = check_zero_constants(result)
+    print(f"wrote {out}" + (f"; constants of 0 without a negligible measurement: {bad}"
+                            if bad else ""))
     return 0
 
 

@@ -17,7 +17,7 @@ def cost_model(calibration: Any, run: dict | None = None):
     Disk costs: a spilled tuple and a probe into spilled state cost what ``make calibrate``
     measured on the spill store (:mod:`joins.online.spill_store`, an on-disk B-tree standing in
     for Squall's BerkeleyDB). When ``run.disk_cost_factor`` is set they cost that many times
-    the calibrated in-memory cost of receiving and probing one tuple instead (a stated
+    the calibrated in-memory cost of receiving, storing and probing one tuple instead (a stated
     modeling assumption, recorded with the point as ``disk_cost_factor``)."""
     from dataclasses import replace
 
@@ -27,7 +27,7 @@ def cost_model(calibration: Any, run: dict | None = None):
     cost = CostModel.from_dict(online) if online else CostModel()
     factor = (run or {}).get("disk_cost_factor")
     if factor is not None:
-        mem = cost.per_received + cost.per_probe
+        mem = cost.per_received + cost.per_store_received + cost.per_probe
         cost = replace(cost, per_spilled=float(factor) * mem, per_disk_probe=float(factor) * mem)
     elif online and "spill_store" not in online:
         raise ValueError(

@@ -13,7 +13,8 @@ program, in order:
 
 Counts the engine keeps for every program: deliveries by purpose and input
 (``store_received``, ``probe_received``), moved tuples (``migrated`` received, ``sent``),
-outputs, and the measured seconds; a program adds its own fields.
+outputs, and the measured seconds, elapsed and CPU (every program call of the step: receive, begin move,
+deliver, tick end with expiry and the memory budget, clean-up); a program adds its own fields.
 """
 
 from __future__ import annotations
@@ -141,9 +142,21 @@ class PartitionState:
         return ws
 
 
+def _clock() -> tuple[float, float]:
+    return time.perf_counter(), time.thread_time()
+
+
+def _charge(c: dict, t0: tuple[float, float]) -> None:
+    """Add the time since ``t0`` to a worker's counts: ``seconds`` (elapsed) and
+    ``cpu_seconds`` (this thread's CPU time: what a loaded machine's other jobs do not
+    inflate; the per-count calibration reads both)."""
+    c["seconds"] += time.perf_counter() - t0[0]
+    c["cpu_seconds"] += time.thread_time() - t0[1]
+
+
 def _new_counts(inputs: int) -> dict[str, float]:
     c = dict(received=0, probes=0, outputs=0, migrated=0, sent=0, spilled=0, disk_probes=0,
-             expired=0, store_received=0, probe_received=0, seconds=0.0)
+             expired=0, store_received=0, probe_received=0, seconds=0.0, cpu_seconds=0.0)
     for i in range(inputs):
         c[f"store_received@{i}"] = 0
         c[f"probe_received@{i}"] = 0
@@ -198,9 +211,9 @@ def step(pid: int, records, report) -> PartitionState:
             state.gathered.append(p)
             continue
         c, o = acc(p.dest)
-        t0 = time.perf_counter()
+        t0 = _clock()
         c["migrated"] += prog.receive(state.worker(p.dest), p, ctx, c, o)
-        c["seconds"] += time.perf_counter() - t0
+        _charge(c, t0)
     if chunk.finalize is not None:
         for wid in list(state.workers):
             ws = state.workers[wid]
@@ -223,7 +236,9 @@ def step(pid: int, records, report) -> PartitionState:
                 ws = state.worker(w)  # every active worker reports, also with nothing received
                 c, o = acc(w)
                 c["outputs"] = o.count
+                t0 = _clock()  # expiry and the memory budget are the worker's time
                 over = prog.end_tick(ws, ctx, c)
+                _charge(c, t0)
                 stored = prog.stored(ws)
                 row = dict(tick=op.tick, worker=w, phase=phase, t0=op.t0, t1=op.t1,
                            overflow=over, **prog.report(ws), **c)
@@ -248,23 +263,23 @@ def step(pid: int, records, report) -> PartitionState:
             state.gathered = []
             for ws in list(state.workers.values()):
                 c, o = acc(ws.wid)
-                t0 = time.perf_counter()
+                t0 = _clock()
                 prog.cleanup(ws, mine.get(ws.wid, []), ctx, c, o)
-                c["seconds"] += time.perf_counter() - t0
+                _charge(c, t0)
             continue
         if isinstance(op, Migrate):
             for w in op.new.workers:
                 if int(w) % chunk.partitions == pid:
                     state.worker(int(w))
             for ws in list(state.workers.values()):
-                t0 = time.perf_counter()
+                t0 = _clock()
                 prog.begin_move(ws, op.old, op.new, op.start, op.mode)
-                acc(ws.wid)[0]["seconds"] += time.perf_counter() - t0
+                _charge(acc(ws.wid)[0], t0)
             continue
         for w in np.unique(op.worker):
             d = op.for_worker(int(w))
             c, o = acc(int(w))
-            t0 = time.perf_counter()
+            t0 = _clock()
             prog.deliver(state.worker(int(w)), d, ctx, c, o)
             c["received"] += len(d.worker)
             st, pr = (d.role & STORE) != 0, (d.role & PROBE) != 0
@@ -274,7 +289,7 @@ def step(pid: int, records, report) -> PartitionState:
                 mine_k = d.rel == k
                 c[f"store_received@{k}"] += int((st & mine_k).sum())
                 c[f"probe_received@{k}"] += int((pr & mine_k).sum())
-            c["seconds"] += time.perf_counter() - t0
+            _charge(c, t0)
     outboxes = {(wid, dest): sizes for wid, ws in state.workers.items()
                 for dest, sizes in prog.outbox_sizes(ws).items()}
     payload = {"rows": rows, "outboxes": outboxes, "outgoing": len(state.outgoing)}

@@ -116,7 +116,7 @@ def test_calibrate_rejects_unknown_parts(capsys):
     from experiments.calibrate import main
 
     assert main(["parts=everything"]) == 2  # before any Spark session starts
-    assert "parts must be all, batch, online or spill" in capsys.readouterr().err
+    assert "parts must be all, batch, online, spill or percount" in capsys.readouterr().err
 
 
 def test_calibrate_runs_on_a_named_spark_preset_and_rejects_unknown_ones(capsys, monkeypatch):
