@@ -54,8 +54,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from datagen.params import parse_cli_value  # noqa: E402
 from experiments.paths import SCRATCH  # noqa: E402
+
+from datagen.params import parse_cli_value  # noqa: E402
 
 GOAL_RATIO = 3.0
 DEFAULTS = {
