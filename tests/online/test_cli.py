@@ -238,8 +238,12 @@ def test_time_column_must_be_numeric_and_two_input_operators_refuse_three(three,
 
 
 @pytest.mark.spark
-def test_three_inputs_and_a_biclique_rescale_through_the_cli(three, tmp_path):
+def test_three_inputs_and_a_biclique_rescale_through_the_cli(three, tmp_path, monkeypatch,
+                                                            spark):
     from joins.oracle import assert_same_rows, oracle_graph
+
+    # the shared session: the CLI's own preset would replace it, stopping it under later tests
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda *a, **k: spark)
 
     frames = {n: pd.read_parquet(three / f"{n}.parquet") for n in "ABC"}
     inputs = ",".join(f"{n}={three / n}.parquet" for n in "ABC")
