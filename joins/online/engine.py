@@ -96,11 +96,12 @@ def _step_failure(b: int, err: Exception) -> StreamFailure:
             "checkpoint (localCheckpoint keeps it on the executors), so Spark cannot recompute "
             "it; the run stops rather than continue without it. Rerun with checkpoint_dir= on "
             "a folder every executor can reach to recover from executor loss")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    cause = next((ln for ln in reversed(lines) if re.match(r"[\w.]+(Error|Exception|Exit)\b: ", ln)
-                  and not ln.startswith(("org.apache.spark", "py4j", "java."))), None)
-    first = lines[0] if lines else type(err).__name__
-    return StreamFailure(f"micro-batch {b} failed on Spark: {cause or first}"[:600])
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    cause = lines[0].strip() if lines else type(err).__name__
+    tb = [i for i, ln in enumerate(lines) if "Traceback (most recent call last)" in ln]
+    if tb:  # a Python exception: its line ends the last traceback (frames are indented)
+        cause = next((ln for ln in lines[tb[-1] + 1:] if not ln[0].isspace()), cause)
+    return StreamFailure(f"micro-batch {b} failed on Spark: {cause}"[:600])
 
 
 def remove_checkpoint(spark, path: str | None) -> None:
