@@ -227,15 +227,15 @@ def _checkpoint_dir(value: str, args: dict, paths: dict[str, str]) -> str:
     folder = Path(value[len("file://"):] if scheme else value)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"checkpoint_dir={value} is not a folder")
-    try:
-        probe_writable(folder / ".checkpoint-probe")
-    except CliError as e:
-        raise UsageError(f"checkpoint_dir={value}: {e}") from None
     inside = {"out": args.get("out"), **paths}
     for name, other in inside.items():
         if other and folder.resolve().is_relative_to(Path(other).resolve()):
             raise UsageError(f"checkpoint_dir={value} lies inside {name}={other}; choose "
                              "another folder")
+    try:
+        probe_writable(folder / ".checkpoint-probe")
+    except CliError as e:
+        raise UsageError(f"checkpoint_dir={value}: {e}") from None
     return value
 
 
