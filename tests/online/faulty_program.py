@@ -7,7 +7,8 @@ wrapped step of the joiner has run, so the failed attempt has already changed th
 state it read: Spark's retry must start again from the persisted state, not from the failed
 attempt's. One task fails per run, the first to reach the point: it creates the file
 ``marks/fired`` (exclusively), which says where it failed, so a test can check that the
-failure really happened. (A retry here starts a new Python worker, about 3 s.)
+failure really happened. (A retry here starts a new Python worker, about 3 s.) With
+``always=True`` every attempt of that task fails: Spark gives up and the run must stop.
 
 ``where``:
 
@@ -34,12 +35,13 @@ HOOKS = ("deliver", "end_tick", "receive", "begin_move", "cleanup_pieces", "clea
 
 
 class FailingJoiner(Joiner):
-    def __init__(self, where: str, marks: str, at: int | None = None) -> None:
+    def __init__(self, where: str, marks: str, at: int | None = None,
+                 always: bool = False) -> None:
         if where not in HOOKS:
             raise ValueError(f"where must be one of {HOOKS}, got {where!r}")
         if where in ("receive", "begin_move") and at is not None:
             raise ValueError(f"{where} runs before the step's first tick: at=None")
-        self.where, self.marks, self.at = where, str(marks), at
+        self.where, self.marks, self.at, self.always = where, str(marks), at, always
         self._tick: int | None = None  # the tick of the running task (executor side)
 
     def _maybe_fail(self, hook: str, tick: int | None) -> None:
@@ -49,10 +51,13 @@ class FailingJoiner(Joiner):
         if hook != self.where or (self.at is not None and tick != self.at):
             return
         tc = TaskContext.get()
-        if tc is None or tc.attemptNumber() != 0:
+        if tc is None or tc.attemptNumber() != 0 and not self.always:
             return  # the driver, or a retry: no failure
+        fired = os.path.join(self.marks, "fired")
+        if self.always and os.path.exists(fired):
+            raise FaultInjected(f"injected failure: {hook} at tick {tick}, every attempt")
         try:
-            fd = os.open(os.path.join(self.marks, "fired"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            fd = os.open(fired, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
             return  # another task failed already
         with os.fdopen(fd, "w") as f:
