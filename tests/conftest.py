@@ -1,4 +1,4 @@
-"""Shared fixtures: one Spark session for the whole test run (local[2], small partitions)."""
+"""Shared fixtures: one Spark session for the whole test run (local[2,2], small partitions)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import pytest
 def spark():
     from runtime.spark_session import get_spark, stop_spark
 
+    # local[2,2]: 2 cores, and a failed task is retried once (local[2] never retries), as a
+    # cluster does: tests/online/test_faults.py fails tasks on purpose. One session, since a
+    # second one would cost a JVM start (about 25 s here).
     session = get_spark(
-        "local[2]",
+        "local[2,2]",
         conf={"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"},
         driver_memory="2g",
     )

@@ -71,7 +71,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
                backend: str = "spark", transport: str = "broadcast",
                predicate=None, inputs: dict | None = None, time: str | None = None,
                tick: float | None = None, window: float | None = None,
-               rescale: list | None = None, **operator_params) -> StreamResult:
+               rescale: list | None = None, checkpoint_dir: str | Path | None = None,
+               **operator_params) -> StreamResult:
     """Stream two inputs (``r``, ``s``) or any number (``inputs={name: data}``) through an
     online join operator on Spark.
 
@@ -95,9 +96,14 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
     ``memory_budget_tuples``: per worker; exceeding it is recorded (status "overflow") and
     charged (``spill="charge"``), also really written to local disk (``spill="disk"``), or
     evicted to disk with a clean-up phase after the stream (``spill="evict"``, D-CAPE).
+    ``checkpoint_dir``: a folder every executor can reach (a shared file system, HDFS): every
+    ``checkpoint_every`` micro-batches the state is checkpointed there (Spark inputs once, on
+    loading), so the run recovers exactly from the loss of an executor; without it the
+    checkpoints are local (on the executors) and such a loss stops the run with one
+    :class:`~joins.online.engine.StreamFailure`. The run deletes what it wrote there.
     """
     from joins.online import programs, source
-    from joins.online.engine import Engine
+    from joins.online.engine import Engine, remove_checkpoint
     from joins.online.worker import RunConfig
 
     if joiners < 1:
@@ -123,60 +129,70 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
     graph = source.JoinGraph.parse(names, on)
     factory = _factory(operator)
     cost = cost or CostModel()
-    rels = [source.load(spark, d, list(graph.slots[i]), names[i], time)
-            for i, d in enumerate(data)]
-    stream = source.build_stream(rels, order=order, seed=seed, k=k, band=band,
-                                 order_params=order_params, graph=graph)
-    extra = {"graph": graph} if "graph" in signature_params(factory) else {}
-    policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
-                     band=band, **extra, **operator_params)
-    policy = _rescaled(policy, rescale)
-    program = programs.load(getattr(policy, "program", "joiner"))()
-    if program.inputs is not None and program.inputs != len(names):
-        raise ValueError(f"operator {operator!r} joins {program.inputs} inputs, got "
-                         f"{len(names)}; use mjoin for more")
-    if not graph.shared and program.name != "mjoin":
-        raise ValueError("a join on several attributes (edges) needs operator=mjoin")
-    if spill not in program.spill_modes:
-        raise ValueError(f"the {program.name} program supports spill="
-                         f"{'|'.join(program.spill_modes)}, not {spill!r}")
-    if predicate is not None and not isinstance(predicate, Equi) and \
-            policy.layout.kind == "hash":
-        raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "
-                         "(grid or biclique); hash routing only meets equal keys")
-    parts = partitions or max(1, min(joiners, executor_cores(spark)))
-    from runtime.paths import ONLINE_SCRATCH
+    reliable = checkpoint_dir is not None and spark is not None and backend == "spark"
+    if reliable:  # the inputs' checkpoints: a fresh subfolder, deleted after the run
+        spark.sparkContext.setCheckpointDir(str(checkpoint_dir))
+        inputs_ckpt = spark.sparkContext.getCheckpointDir()
+    try:
+        rels = [source.load(spark, d, list(graph.slots[i]), names[i], time, reliable)
+                for i, d in enumerate(data)]
+        stream = source.build_stream(rels, order=order, seed=seed, k=k, band=band,
+                                     order_params=order_params, graph=graph)
+        extra = {"graph": graph} if "graph" in signature_params(factory) else {}
+        policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
+                         band=band, **extra, **operator_params)
+        policy = _rescaled(policy, rescale)
+        program = programs.load(getattr(policy, "program", "joiner"))()
+        if program.inputs is not None and program.inputs != len(names):
+            raise ValueError(f"operator {operator!r} joins {program.inputs} inputs, got "
+                             f"{len(names)}; use mjoin for more")
+        if not graph.shared and program.name != "mjoin":
+            raise ValueError("a join on several attributes (edges) needs operator=mjoin")
+        if spill not in program.spill_modes:
+            raise ValueError(f"the {program.name} program supports spill="
+                             f"{'|'.join(program.spill_modes)}, not {spill!r}")
+        if predicate is not None and not isinstance(predicate, Equi) and \
+                policy.layout.kind == "hash":
+            raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "
+                             "(grid or biclique); hash routing only meets equal keys")
+        parts = partitions or max(1, min(joiners, executor_cores(spark)))
+        from runtime.paths import ONLINE_SCRATCH
 
-    run_id = uuid.uuid4().hex[:12]
-    pairs_dir = None
-    if output is not None:
-        pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(ONLINE_SCRATCH)))
-    spill_dir = _mk(ONLINE_SCRATCH / f"spill-{run_id}") if spill != "charge" else None
-    cfg = RunConfig(band=band, predicate=predicate, want_pairs=collect_output,
-                    pairs_dir=str(pairs_dir) if pairs_dir else None,
-                    budget_tuples=memory_budget_tuples, spill=spill,
-                    spill_dir=str(spill_dir) if spill_dir else None, window=window,
-                    program=program, inputs=len(names), edges=graph.edges)
-    engine = Engine(spark, stream, policy, batch_size=batch_size, partitions=parts, config=cfg,
-                    migration_rate=migration_rate, checkpoint_every=checkpoint_every,
-                    progress=progress, backend=backend,
-                    transport=transport, tick=tick)
-    res = engine.run()
-    if spill_dir is not None:
-        shutil.rmtree(spill_dir, ignore_errors=True)
-    metrics = _with_cost(_named(res.metrics, names), cost)
-    summary = _summary(metrics, res, stream, policy, cost, joiners, memory_budget_tuples)
-    summary.update(operator=operator if isinstance(operator, str) else
-                   getattr(operator, "__name__", "custom"), on=on, band=band, order=order, k=k, seed=seed,
-                   controller=controller, batch_size=batch_size, spill=spill, window=window,
-                   tick=tick, inputs=names, program=program.name)
-    out_df = None
-    if collect_output:
-        out_df = _pandas_output(rels, prefixes, res.pairs, res.phases)
-    if output is not None:
-        _write_output(spark, rels, prefixes, pairs_dir, Path(output))
-        shutil.rmtree(pairs_dir, ignore_errors=True)
-    return StreamResult(metrics, res.epochs, summary, out_df, res.decisions)
+        run_id = uuid.uuid4().hex[:12]
+        pairs_dir = None
+        if output is not None:
+            pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(ONLINE_SCRATCH)))
+        spill_dir = _mk(ONLINE_SCRATCH / f"spill-{run_id}") if spill != "charge" else None
+        cfg = RunConfig(band=band, predicate=predicate, want_pairs=collect_output,
+                        pairs_dir=str(pairs_dir) if pairs_dir else None,
+                        budget_tuples=memory_budget_tuples, spill=spill,
+                        spill_dir=str(spill_dir) if spill_dir else None, window=window,
+                        program=program, inputs=len(names), edges=graph.edges)
+        engine = Engine(spark, stream, policy, batch_size=batch_size, partitions=parts, config=cfg,
+                        migration_rate=migration_rate, checkpoint_every=checkpoint_every,
+                        progress=progress, backend=backend, transport=transport, tick=tick,
+                        checkpoint_dir=str(checkpoint_dir) if reliable else None)
+        res = engine.run()
+        if spill_dir is not None:
+            shutil.rmtree(spill_dir, ignore_errors=True)
+        metrics = _with_cost(_named(res.metrics, names), cost)
+        summary = _summary(metrics, res, stream, policy, cost, joiners, memory_budget_tuples)
+        summary.update(operator=operator if isinstance(operator, str) else
+                       getattr(operator, "__name__", "custom"), on=on, band=band, order=order, k=k, seed=seed,
+                       controller=controller, batch_size=batch_size, spill=spill, window=window,
+                       tick=tick, inputs=names, program=program.name)
+        if reliable:
+            summary["reliable_checkpoints"] = len(res.checkpoints)
+        out_df = None
+        if collect_output:
+            out_df = _pandas_output(rels, prefixes, res.pairs, res.phases)
+        if output is not None:
+            _write_output(spark, rels, prefixes, pairs_dir, Path(output))
+            shutil.rmtree(pairs_dir, ignore_errors=True)
+        return StreamResult(metrics, res.epochs, summary, out_df, res.decisions)
+    finally:
+        if reliable:
+            remove_checkpoint(spark, inputs_ckpt)
 
 
 def signature_params(fn) -> set[str]:

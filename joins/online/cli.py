@@ -4,7 +4,8 @@
         order=random|fluct k=4 [band=W] [controller=exact|sampled] out=OUT.parquet \\
         [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk|evict] \\
         [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)] \\
-        [time=COLUMN [tick=T] [window=W]] [rescale=AT:UNITS[,AT:UNITS...]] [force=true]
+        [time=COLUMN [tick=T] [window=W]] [rescale=AT:UNITS[,AT:UNITS...]] [force=true] \\
+        [checkpoint_every=10] [checkpoint_dir=FOLDER]
     python -m joins stream operator=mjoin inputs=A=a.parquet,B=b.parquet,C=c.parquet \\
         on=k|A.x=B.x,B.y=C.y joiners=4 out=OUT.parquet ...
 
@@ -16,7 +17,9 @@ outputs this tool wrote (an out= folder holding its ``_joins_output.json``, a me
 marked). Output columns are R's prefixed ``l_`` and S's ``r_`` (``<name>_`` for ``inputs=``),
 and ``phase`` (normal, cleanup). ``rescale=`` changes a static operator's units at the given
 arrival numbers (a joiner count, or ``R+S`` units for join_biclique), to drive elasticity by
-hand. Modeled cost uses the machine's calibration (``make calibrate``, else the committed
+hand. ``checkpoint_dir=`` (a folder every executor can reach) checkpoints the state there
+every ``checkpoint_every`` micro-batches, so the run recovers exactly from the loss of an
+executor; without it such a loss stops the run with one error line (exit code 1). Modeled cost uses the machine's calibration (``make calibrate``, else the committed
 default), printed as ``calibration``.
 """
 
@@ -41,7 +44,7 @@ USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
            "metrics", "batch_size", "budget", "spill", "seed", "partitions", "spark",
            "progress", "checkpoint_every", "migration_rate", "inputs", "time", "tick", "window",
-           "rescale", "force"}
+           "rescale", "force", "checkpoint_dir"}
 
 
 class UsageError(CliError):
@@ -210,6 +213,32 @@ def _rescale(value: str, op: str, total: int) -> list[tuple[int, tuple[int, ...]
     return out
 
 
+def _checkpoint_dir(value: str, args: dict, paths: dict[str, str]) -> str:
+    """``checkpoint_dir=``: a folder this process can write in (created if missing), not inside
+    out= or an input. A URI of another file system (``hdfs://...``) is left to Spark."""
+    import re
+
+    from joins.cli_checks import probe_writable
+
+    output_path("checkpoint_dir", value)
+    scheme = re.match(r"([A-Za-z][\w+.-]*)://", value)
+    if scheme and scheme.group(1).lower() != "file":
+        return value
+    folder = Path(value[len("file://"):] if scheme else value)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"checkpoint_dir={value} is not a folder")
+    inside = {"out": args.get("out"), **paths}
+    for name, other in inside.items():
+        if other and folder.resolve().is_relative_to(Path(other).resolve()):
+            raise UsageError(f"checkpoint_dir={value} lies inside {name}={other}; choose "
+                             "another folder")
+    try:
+        probe_writable(folder / ".checkpoint-probe")
+    except CliError as e:
+        raise UsageError(f"checkpoint_dir={value}: {e}") from None
+    return value
+
+
 def _positive(args: dict, name: str, strict: bool) -> float | None:
     value = _typed(args, name, float)
     if value is not None and not (value > 0 if strict else value >= 0) or \
@@ -303,6 +332,8 @@ def validate(args: dict) -> dict:
     rows = [ds.dataset(path, format="parquet").count_rows() for path in paths.values()]
     if "rescale" in args:
         opts["rescale"] = _rescale(args["rescale"], op, sum(rows))
+    if "checkpoint_dir" in args:
+        opts["checkpoint_dir"] = _checkpoint_dir(args["checkpoint_dir"], args, paths)
     extra = {k: v for k, v in args.items() if k not in _ENGINE}
     opts.update(_policy_check(op, joiners, {**opts, "graph": graph}, extra, rows[0],
                               sum(rows[1:])))
@@ -335,12 +366,17 @@ def main(argv: list[str]) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     from joins.online import run_stream
+    from joins.online.engine import StreamFailure
     from runtime.spark_session import get_spark
 
     spark = get_spark(**spark_preset_or_usage_error(args.get("spark", "local")))
     paths = opts.pop("paths")
     data = dict(r=args["r"], s=args["s"]) if "inputs" not in args else dict(inputs=paths)
-    res = run_stream(spark, output=args.get("out"), cost=cost, **data, **opts)
+    try:
+        res = run_stream(spark, output=args.get("out"), cost=cost, **data, **opts)
+    except StreamFailure as e:  # e.g. an executor lost with local checkpoints
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     if args.get("out"):
         mark_output_folder(args["out"], "python -m joins stream", operator=args["operator"],
                            on=opts["on"], **paths)

@@ -12,17 +12,27 @@ The union of two RDDs with the same partitioner is a narrow, partition-aligned u
 state side is never shuffled; only new tuples and migrated tuples move. Each partition holds
 several logical workers. The per-worker reports come back through an accumulator keyed by
 (batch, partition) (idempotent under task retries), so the driver never deserialises state.
-Lineage is cut by ``localCheckpoint`` every few micro-batches.
+Lineage is cut every few micro-batches by ``localCheckpoint`` (kept on the executors: lost
+with an executor) or, with ``checkpoint_dir``, by a reliable checkpoint on a shared folder,
+from which Spark recomputes what a lost executor held.
 
 Time: micro-batches are cut by tuple count (``batch_size``) or by event-time ticks (``tick``;
 empty ticks included, so a per-tick series has every tick). Several ticks share one Spark step
 when no controller decision can fall between them (a static policy): the step still reports
-per tick. A report of another step (a recomputed older task after an executor loss) is
-ignored; each partition counts once.
+per tick.
+
+Faults: a retried task starts again from the persisted state of the previous step (a cached
+block is deserialised afresh by every reader), so a failed attempt's changes are not carried
+over; files written by tasks have one name per (step, partition) and are committed by an
+atomic rename. A report of another step (a recomputed older task after an executor loss) is
+ignored; each partition counts once. A step that fails for good (its task's retries spent,
+or state lost with an executor since the last local checkpoint) stops the run with one
+:class:`StreamFailure` naming the cause.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -73,6 +83,36 @@ def _empty_state(p):
     return p, None
 
 
+class StreamFailure(RuntimeError):
+    """A micro-batch step failed for good on Spark; the message says why in one line."""
+
+
+def _step_failure(b: int, err: Exception) -> StreamFailure:
+    java = getattr(err, "java_exception", None)  # a Py4JJavaError: the Java message only
+    text = str(java.getMessage()) if java is not None else str(err)
+    if re.search(r"Checkpoint block \S+ not found", text):
+        return StreamFailure(
+            f"micro-batch {b}: an executor was lost, and with it state saved by the last local "
+            "checkpoint (localCheckpoint keeps it on the executors), so Spark cannot recompute "
+            "it; the run stops rather than continue without it. Rerun with checkpoint_dir= on "
+            "a folder every executor can reach to recover from executor loss")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    cause = lines[0].strip() if lines else type(err).__name__
+    tb = [i for i, ln in enumerate(lines) if "Traceback (most recent call last)" in ln]
+    if tb:  # a Python exception: its line ends the last traceback (frames are indented)
+        cause = next((ln for ln in lines[tb[-1] + 1:] if not ln[0].isspace()), cause)
+    return StreamFailure(f"micro-batch {b} failed on Spark: {cause}"[:600])
+
+
+def remove_checkpoint(spark, path: str | None) -> None:
+    """Delete a reliable checkpoint's folder (any Hadoop file system: shared folder, HDFS)."""
+    if not path:
+        return
+    sc = spark.sparkContext
+    p = sc._jvm.org.apache.hadoop.fs.Path(path)
+    p.getFileSystem(sc._jsc.hadoopConfiguration()).delete(p, True)
+
+
 class _ReportParam:
     """Accumulator of per-(batch, partition) reports; merging by key makes retries harmless."""
 
@@ -103,6 +143,7 @@ class EngineResult:
     batch_of_tuple: np.ndarray = field(repr=False, default=None)
     epoch_starts: list = field(default_factory=list)
     phases: list = field(default_factory=list)  # phase of each pairs array (want_pairs)
+    checkpoints: list = field(default_factory=list)  # (step, folder) of reliable checkpoints
 
 
 def _deliveries(stream: Stream, layout: Layout, s0: int, s1: int, parts: int,
@@ -215,7 +256,7 @@ class Engine:
                  partitions: int, config: RunConfig, migration_rate: float = 2.0,
                  checkpoint_every: int = 10, progress: bool = True,
                  backend: str = "spark", transport: str = "broadcast",
-                 tick: float | None = None) -> None:
+                 tick: float | None = None, checkpoint_dir: str | None = None) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         if backend not in ("spark", "local"):
@@ -231,6 +272,8 @@ class Engine:
         self.spark, self.stream, self.policy = spark, stream, policy
         self.bs, self.P, self.cfg = batch_size, partitions, config
         self.rate, self.ckpt_every, self.progress = migration_rate, checkpoint_every, progress
+        self.ckpt_dir = checkpoint_dir  # reliable checkpoints on this shared folder (else local)
+        self.checkpoints: list[tuple[int, str]] = []
         self.ticks = Ticks(stream, tick)
     def _spark_step(self, prev, chunks, prev_sent: bool, acc):
         if self.transport == "broadcast":
@@ -283,6 +326,9 @@ class Engine:
 
     fail_local = None  # tests: called after each local partition step (fault injection)
 
+    def _drop_checkpoint(self, path: str) -> None:
+        remove_checkpoint(self.spark, path)
+
     def _static(self) -> bool:
         """No controller decision can fall inside a step: ticks may share one."""
         pol = self.policy
@@ -307,6 +353,9 @@ class Engine:
         st, pol, P = self.stream, self.policy, self.P
         if self.backend == "spark":
             acc = self.spark.sparkContext.accumulator({}, _ReportParam())
+            if self.ckpt_dir is not None:  # a fresh subfolder of it, deleted after the run
+                self.spark.sparkContext.setCheckpointDir(self.ckpt_dir)
+                self._ckpt_root = self.spark.sparkContext.getCheckpointDir()
         else:
             acc = _LocalReport()
         n = len(st)
@@ -478,9 +527,19 @@ class Engine:
             ckpt = new is not None and self.ckpt_every > 0 and \
                 b % self.ckpt_every == self.ckpt_every - 1
             if ckpt:
-                new.localCheckpoint()
+                new.checkpoint() if self.ckpt_dir is not None else new.localCheckpoint()
             if new is not None:
-                new._jrdd.count()  # runs the step; reports arrive through the accumulator
+                try:
+                    new._jrdd.count()  # runs the step; reports arrive through the accumulator
+                except Exception as e:  # py4j's error: the cause in one line, the trace chained
+                    if self.ckpt_dir is not None:
+                        self._drop_checkpoint(self._ckpt_root)
+                    raise _step_failure(b, e) from e
+                if ckpt and self.ckpt_dir is not None:
+                    if not new.isCheckpointed():
+                        raise StreamFailure(f"micro-batch {b}: no checkpoint written to "
+                                            f"{self.ckpt_dir}")
+                    self.checkpoints.append((b, new.getCheckpointFile()))
             # a recomputed task of an older step (after an executor loss) reports again:
             # only this step's reports count, each partition once
             reports = {k: v for k, v in acc.value.items() if k[0] == b}
@@ -496,6 +555,8 @@ class Engine:
             if ckpt:
                 if last_ckpt is not None:
                     last_ckpt.unpersist()
+                    if self.ckpt_dir is not None:  # out of every later lineage
+                        self._drop_checkpoint(self.checkpoints[-2][1])
                 last_ckpt = new
             wall = time.perf_counter() - t0
             if len(reports) != P:
@@ -558,6 +619,8 @@ class Engine:
             last_ckpt.unpersist()
         if prev is not None:
             prev.unpersist()
+        if self.backend == "spark" and self.ckpt_dir is not None:
+            self._drop_checkpoint(self._ckpt_root)  # the last checkpoint, and its folder
         for bc in self._old_broadcasts + self._broadcasts:
             bc.destroy()
         metrics = pd.DataFrame(rows)
@@ -566,7 +629,7 @@ class Engine:
             out_pairs = tuple(np.concatenate([p[k] for p in pairs]) if pairs
                               else np.zeros(0, np.int64) for k in range(n_in))
         res = EngineResult(metrics, pd.DataFrame(epochs), pd.DataFrame(decisions), out_pairs,
-                           time.perf_counter() - t_start, P)
+                           time.perf_counter() - t_start, P, checkpoints=list(self.checkpoints))
         if self.cfg.want_pairs:
             res.phases = np.concatenate([np.full(len(p[0]), ph) for p, ph in
                                          zip(pairs, phases, strict=True)]) if pairs \

@@ -52,9 +52,12 @@ def _time_values(x: pd.Series, name: str, column: str) -> np.ndarray:
     return x.astype("float64").to_numpy()
 
 
-def load(spark, data, on: str | list[str], name: str, time: str | None = None) -> Relation:
+def load(spark, data, on: str | list[str], name: str, time: str | None = None,
+         reliable: bool = False) -> Relation:
     """A pandas frame, a Spark DataFrame or a Parquet path, as a :class:`Relation`.
-    ``on``: the join column, or every join column this input takes part in."""
+    ``on``: the join column, or every join column this input takes part in. ``reliable``:
+    a Spark input is checkpointed in the SparkContext's checkpoint folder (it survives the
+    loss of an executor) instead of on the executors."""
     cols = [on] if isinstance(on, str) else list(dict.fromkeys(on))
     need = cols + ([time] if time else [])
     if isinstance(data, pd.DataFrame):
@@ -76,7 +79,8 @@ def load(spark, data, on: str | list[str], name: str, time: str | None = None) -
         if c not in data.columns:
             raise SourceError(f"{name} has no column {c!r}; columns: {data.columns}")
     # materialised once so that the tids seen here are the tids joined to the output later
-    sdf = data.withColumn(TID, F.monotonically_increasing_id()).localCheckpoint()
+    sdf = data.withColumn(TID, F.monotonically_increasing_id())
+    sdf = sdf.checkpoint() if reliable else sdf.localCheckpoint()
     sel = list(dict.fromkeys([TID, *need] + (["seq"] if "seq" in data.columns else [])))
     tab = sdf.select(*sel).toArrow().to_pandas().sort_values(TID, kind="stable")
     seq = tab["seq"].to_numpy(np.int64) if "seq" in tab.columns else None

@@ -22,12 +22,13 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from joins.online.kernel import Predicate, ProbeResult, SideStore, as_predicate
 from joins.online.layouts import PROBE, STORE, Layout
-from joins.online.programs.base import Context, Piece, Program
+from joins.online.programs.base import Context, Piece, Program, commit_file
 
 
 @dataclass
@@ -306,8 +307,7 @@ def step(pid: int, records, report) -> PartitionState:
                 path = os.path.join(cfg.pairs_dir, f"b{chunk.batch:06d}-p{pid:04d}-{ph}.parquet")
                 table = pa.table({**{f"tid_{k}": cols[k] for k in range(n_in)},
                                   "phase": [ph] * len(cols[0])})
-                pq.write_table(table, path + ".tmp")
-                os.replace(path + ".tmp", path)  # idempotent: a recomputed task rewrites it
+                commit_file(path, partial(pq.write_table, table))  # one file per task
         if cfg.want_pairs:
             payload["pairs"] = tids
     report.add({(chunk.batch, pid): payload})

@@ -144,6 +144,23 @@ def test_unwritable_output_is_one_line_before_spark(files, capsys, option):
 
 
 @pytest.mark.usefixtures("no_spark")
+def test_checkpoint_dir_is_checked_before_spark(files, capsys):
+    """checkpoint_dir=: a folder this process can write in, not inside out= or an input."""
+    (files / "afile").write_text("")
+    cases = [(f"checkpoint_dir={files / 'afile'}", "is not a folder"),
+             ("checkpoint_dir= ", "checkpoint_dir= needs a path"),
+             (f"checkpoint_dir={files / 'out' / 'ck'}", f"lies inside out={files / 'out'}"),
+             (f"checkpoint_dir={files / 'R.parquet' / 'ck'}", "lies inside R="),
+             ("checkpoint_every=-1", "checkpoint_every must be >= 0")]
+    if Path("/proc/self").is_dir():
+        cases.append(("checkpoint_dir=/proc/ck", "checkpoint_dir=/proc/ck: cannot write"))
+    for option, message in cases:
+        assert main(_stream(files, option, f"out={files / 'out'}")) == 2, option
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1 and err.startswith("error: "), err
+
+
+@pytest.mark.usefixtures("no_spark")
 @pytest.mark.parametrize(("r", "s", "extra", "message"), [
     ("R", "Sstr", [], "key column types differ: r: int64, s: string"),
     ("Rstr", "Sstr", ["band=1"], "a band join needs numeric keys; 'key' is string"),
@@ -238,8 +255,12 @@ def test_time_column_must_be_numeric_and_two_input_operators_refuse_three(three,
 
 
 @pytest.mark.spark
-def test_three_inputs_and_a_biclique_rescale_through_the_cli(three, tmp_path):
+def test_three_inputs_and_a_biclique_rescale_through_the_cli(three, tmp_path, monkeypatch,
+                                                            spark):
     from joins.oracle import assert_same_rows, oracle_graph
+
+    # the shared session: the CLI's own preset would replace it, stopping it under later tests
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda *a, **k: spark)
 
     frames = {n: pd.read_parquet(three / f"{n}.parquet") for n in "ABC"}
     inputs = ",".join(f"{n}={three / n}.parquet" for n in "ABC")

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import os
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from joins.online.kernel import ProbeResult
+
+
+def commit_file(path: str, write: Callable[[str], None]) -> None:
+    """Write a task's file so that it is committed once per task, not once per attempt.
+
+    ``path`` must be the task's one name (a function of step, partition, worker): a retried
+    or recomputed attempt replaces the file, never adds a second one. ``write(tmp)`` writes
+    it under a name of this attempt's own, hidden (a leading "."; Spark and pyarrow readers
+    skip such files), and an atomic rename publishes it whole: a failed or killed attempt
+    leaves at most a hidden partial file, and concurrent attempts never write into one file.
+    """
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 @dataclass

@@ -16,7 +16,7 @@ import numpy as np
 
 from joins.online.kernel import ProbeResult, SideStore, expand, probe
 from joins.online.layouts import BOTH, PROBE, STORE
-from joins.online.programs.base import Context, Piece, Program, WorkerBase
+from joins.online.programs.base import Context, Piece, Program, WorkerBase, commit_file
 from joins.online.spill_store import SpillStore
 
 
@@ -188,12 +188,14 @@ class Joiner(Program):
             c["disk_probes"] += c["probes"]
         if new and cfg.spill == "disk":
             path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{ctx.batch:06d}.sqlite")
-            if os.path.exists(path):
-                os.remove(path)  # a recomputed task rewrites its batch's file, never appends twice
             tail = ws.s if len(ws.s) >= new else ws.r
-            store = SpillStore(path)
-            store.append(tail.key[-new:], tail.tid[-new:], tail.seq[-new:])
-            store.close()
+
+            def write(tmp: str) -> None:
+                store = SpillStore(tmp)
+                store.append(tail.key[-new:], tail.tid[-new:], tail.seq[-new:])
+                store.close()
+
+            commit_file(path, write)  # a recomputed task rewrites its batch's file
             ws.spill_files.append(path)
         ws.disk_resident = over
         return over > 0
@@ -221,9 +223,14 @@ class Joiner(Program):
         if any(parts[n].ts is not None for n in ("r", "s")):  # an empty side has no times
             extra = {f"{n}_ts": parts[n].ts if parts[n].ts is not None else np.zeros(0)
                      for n in ("r", "s")}
-        np.savez(path, **{f"{n}_{a}": getattr(parts[n], a) for n in ("r", "s")
-                          for a in ("key", "tid", "seq", "u")},
-                 evicted_after=np.array([ws.last_seq]), **extra)
+        arrays = {f"{n}_{a}": getattr(parts[n], a) for n in ("r", "s")
+                  for a in ("key", "tid", "seq", "u")}
+
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as f:  # a file object: savez adds no ".npz" to the name
+                np.savez(f, **arrays, evicted_after=np.array([ws.last_seq]), **extra)
+
+        commit_file(path, write)  # a recomputed task rewrites its batch's file, whole
         ws.spill_files.append(path)
         ws.disk_resident += over
         c["spilled"] += over
