@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from joins.online import run_stream, worker
+from joins.online import run_stream
+from joins.online.programs import joiner
 from joins.online.spill_store import SpillStore, measure
 from joins.oracle import assert_same_rows, oracle_join
 
@@ -55,7 +56,7 @@ def test_spill_disk_writes_the_store_and_keeps_results(monkeypatch):
             super().append(key, tid, seq)
             written.append(len(self))
 
-    monkeypatch.setattr(worker, "SpillStore", Recording)
+    monkeypatch.setattr(joiner, "SpillStore", Recording)
     res = run_stream(None, r, s, operator="static_mid", joiners=4, batch_size=100,
                      memory_budget_tuples=60, spill="disk", collect_output=True,
                      progress=False, backend="local")
