@@ -29,8 +29,10 @@ def figure_table(results_root: str = "results") -> str:
             if missing:
                 status += f", {len(missing)} not run"
             verdicts = [v.verdict for v in evaluate(fig.get("targets", []), res)]
-            checked = [v for v in verdicts if v != "not checkable"]
+            checked = [v for v in verdicts if v in ("met", "not met")]
             verdict = f"{verdicts.count('met')} / {len(checked)} (of {len(verdicts)})"
+            if "by construction" in verdicts:
+                verdict += f", {verdicts.count('by construction')} by construction"
         star = " ★" if fig.get("headline") else ""
         lines.append(f"| `{fid}`{star} | {fig['title']} | `make reproduce-{fid.replace('/', '-')}` "
                      f"| {status} | {verdict} |")

@@ -1,4 +1,4 @@
-"""Each target check can be met, not met, or not checkable."""
+"""Each target check can be met, not met, by construction, or not checkable."""
 
 from __future__ import annotations
 
@@ -148,3 +148,53 @@ def test_a_ratio_over_denominators_that_all_ran_takes_the_fastest_or_the_slowest
     assert result.verdict == expected
     assert result.measured == {"min": "a/min(b, d) at 1: 1.5 (smallest: 1: b)",
                                "max": "a/max(b, d) at 1: 0.5 (largest: 1: d)"}[reduce]
+
+
+def _timed(values: dict[str, dict[float, float]], counts: dict[str, dict[float, float]]):
+    """Modeled times (unit "modeled s") and one count metric per series and x."""
+    times = _results(values).assign(unit="modeled s")
+    work = _results(counts).assign(metric="tasks", unit="count")
+    return pd.concat([times, work], ignore_index=True)
+
+
+def test_a_ratio_of_identical_modeled_times_is_by_construction_not_met():
+    """Spark3-Join vs Hash-Join when the skew split never fires: a ratio of exactly 1."""
+    rows = _timed({"a": {0.0: 2.0, 0.5: 3.0}, "b": {0.0: 2.0, 0.5: 3.0}},
+                  {"a": {0.0: 5, 0.5: 7}, "b": {0.0: 5, 0.5: 7}})
+    check = {"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b",
+             "min": 0.9, "max": 1.5}
+    [v] = evaluate([{"id": "T", "claim": "c", "check": check}], rows)
+    assert v.verdict == "by construction"
+    assert "identical t" in v.measured and "the check passes" in v.measured
+
+
+def test_identical_counts_make_different_looking_times_by_construction():
+    """Counts equal over every metric that tells some series apart: times cannot differ
+    (here they do by a hair, as a model's rounding could); a count all series share (c's
+    tasks equal a's at x = 0 only) is not what tells them apart."""
+    rows = _timed({"a": {0.0: 2.0}, "b": {0.0: 2.0000001}, "c": {0.0: 9.0}},
+                  {"a": {0.0: 5}, "b": {0.0: 5}, "c": {0.0: 8}})
+    check = {"type": "ratio", "metric": "t", "numerator": "b", "denominator": "a", "min": 1.0}
+    [v] = evaluate([{"id": "T", "claim": "c", "check": check}], rows)
+    assert v.verdict == "by construction" and "identical counts" in v.measured
+    differ = rows.assign(value=rows.value.where(~((rows.series == "b") & (rows.metric == "tasks")), 6))
+    assert evaluate([{"id": "T", "claim": "c", "check": check}], differ)[0].verdict == "met"
+
+
+def test_equal_counts_are_a_real_check_when_the_claim_is_about_counts():
+    """DYNAMIC keeping STATICMID's mapping (equal ILFs) could have failed: not by construction."""
+    rows = _results({"a": {0.0: 4.0}, "b": {0.0: 4.0}}).assign(unit="tuples")
+    check = {"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "max": 1.0}
+    assert evaluate([{"id": "T", "claim": "c", "check": check}], rows)[0].verdict == "met"
+
+
+def test_a_flat_series_is_by_construction_and_a_target_may_say_why():
+    rows = _timed({"a": {0.0: 2.0, 0.5: 2.0, 1.0: 2.0}}, {"a": {0.0: 1, 0.5: 2, 1.0: 3}})
+    flat = {"type": "bound", "metric": "t", "series": "a", "max_over_min": 1.5}
+    assert evaluate([{"id": "T", "claim": "c", "check": flat}], rows)[0].verdict == \
+        "by construction"
+    moving = rows.assign(value=rows.value.where(rows.x != 1.0, 2.5))
+    assert evaluate([{"id": "T", "claim": "c", "check": flat}], moving)[0].verdict == "met"
+    said = {"id": "T", "claim": "c", "check": flat, "by_construction": "routing ignores z"}
+    [v] = evaluate([said], moving)
+    assert v.verdict == "by construction" and v.measured.endswith("routing ignores z)")
