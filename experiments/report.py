@@ -25,19 +25,29 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _paper_table(figure: dict, results: pd.DataFrame) -> list[str]:
+def _paper_table(figure: dict, results: pd.DataFrame, scale: str = "small") -> list[str]:
+    """The paper's stated numbers beside ours, each with its own unit and scale (a paper's
+    MB at 10G is not our MB at sf 0.01). A run's status is shown only when it failed: "15"
+    beside the paper's 10 is a mismatch, whatever the run's status."""
     paper = figure.get("paper_values", [])
     if not paper:
         return ["The paper gives no plotted numbers for this figure (its claims are the "
                 "targets below)."]
-    lines = ["| series | x | metric | paper | reproduced | unit |", "|---|---|---|---|---|---|"]
+    lines = ["| series | x | metric | paper | reproduced | note |", "|---|---|---|---|---|---|"]
     for p in paper:
         metric = p.get("metric", figure["plot"].get("y"))
         hit = results[(results.series == p["series"]) & (results.metric == metric)
                       & ((results.x - float(p["x"])).abs() < 1e-9)]
-        ours = f"{hit.value.mean():.4g} ({hit.status.iloc[0]})" if len(hit) else "not run"
-        lines.append(f"| {p['series']} | {p['x']} | {metric} | {p['value']} "
-                     f"{p.get('unit', '')} | {ours} | {p.get('note', '')} |")
+        unit = str(hit.unit.iloc[0]) if len(hit) and "unit" in hit and pd.notna(hit.unit.iloc[0]) else ""
+        if not len(hit):
+            ours = "not run"
+        else:
+            ours = f"{hit.value.mean():.4g} {unit} (scale={scale})".replace("  ", " ")
+            if hit.status.iloc[0] != "ok":
+                ours += f", run {hit.status.iloc[0]}"
+        theirs = f"{p['value']} {p.get('unit') or unit} (paper)".replace("  ", " ")
+        lines.append(f"| {p['series']} | {p['x']} | {metric} | {_cell(theirs)} | {_cell(ours)} "
+                     f"| {_cell(p.get('note', ''))} |")
     return lines
 
 
@@ -130,7 +140,7 @@ def figure_section(figure_id: str, scale: str, results: pd.DataFrame) -> tuple[l
     if figure["plot"].get("results_table"):
         lines += results_table(figure, results)
     lines += _choices(figure)
-    lines += ["**Paper vs reproduced (numbers)**", "", *_paper_table(figure, results), ""]
+    lines += ["**Paper vs reproduced (numbers)**", "", *_paper_table(figure, results, scale), ""]
     lines += ["**Targets**", "", "| id | paper's claim | check | reproduced | verdict |",
               "|---|---|---|---|---|"]
     for v in evaluate(figure.get("targets", []), results):
