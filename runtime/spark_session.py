@@ -151,8 +151,9 @@ def stop_spark() -> None:
     with contextlib.suppress(Exception):  # a dead JVM cannot say
         app, master = _session.sparkContext.applicationId, _session.sparkContext.master
     try:
-        _session.sparkContext.setLogLevel("OFF")
-        _session.stop()
+        if getattr(_session.sparkContext, "_jsc", True) is not None:  # None after the user's stop()
+            _session.sparkContext.setLogLevel("OFF")
+            _session.stop()
     finally:
         _session = None
         _session_key = None

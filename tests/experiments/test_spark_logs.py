@@ -81,3 +81,15 @@ def test_stop_spark_moves_local_cluster_logs_and_prunes(tmp_path, monkeypatch, m
     assert (tmp_path / "spark-worker" / app.name / "0" / "stderr").exists() == moved
     assert app.exists() != moved
     assert sorted(p.name for p in events.iterdir()) == ["local-2", "local-3"]
+
+
+def test_stop_spark_after_the_users_own_stop_is_quiet(tmp_path, monkeypatch):
+    """A user's spark.stop() leaves the context without its JVM handle (pyspark sets _jsc to
+    None); the atexit clean-up then must not call into it (it printed a traceback)."""
+    fake = _FakeSession("local[2]")
+    fake.sparkContext._jsc = None
+    fake.sparkContext.setLogLevel = lambda level: (_ for _ in ()).throw(AttributeError("_jsc"))
+    monkeypatch.setattr(session, "_session", fake)
+    monkeypatch.setattr(session, "EVENT_LOGS", tmp_path / "events")
+    session.stop_spark()
+    assert session._session is None and not fake.stopped
