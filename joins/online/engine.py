@@ -32,6 +32,7 @@ or state lost with an executor since the last local checkpoint) stops the run wi
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -532,8 +533,9 @@ class Engine:
                 try:
                     new._jrdd.count()  # runs the step; reports arrive through the accumulator
                 except Exception as e:  # py4j's error: the cause in one line, the trace chained
-                    if self.ckpt_dir is not None:
-                        self._drop_checkpoint(self._ckpt_root)
+                    if self.ckpt_dir is not None:  # tidy up, but never hide the cause
+                        with contextlib.suppress(Exception):
+                            self._drop_checkpoint(self._ckpt_root)
                     raise _step_failure(b, e) from e
                 if ckpt and self.ckpt_dir is not None:
                     if not new.isCheckpointed():

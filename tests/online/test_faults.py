@@ -166,6 +166,26 @@ def test_a_task_failing_on_every_attempt_stops_the_run_with_one_line(spark, monk
     assert "FaultInjected: injected failure: end_tick at tick 2" in msg
 
 
+@pytest.mark.spark
+def test_a_failed_tidy_up_of_checkpoints_does_not_hide_the_cause(spark, monkeypatch, tmp_path):
+    """checkpoint_dir=: when the run fails for good and removing its checkpoint folder fails
+    too (the JVM going down), the message is still the task's failure."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+
+    def broken(self, path):
+        raise OSError("cannot remove the checkpoint folder")
+
+    monkeypatch.setattr(Engine, "_drop_checkpoint", broken)
+    monkeypatch.setattr(programs, "load",
+                        lambda name: lambda: FailingJoiner("end_tick", marks, 2, True))
+    r, s = _inputs()
+    with pytest.raises(StreamFailure) as err:
+        run_stream(spark, r, s, collect_output=True, progress=False, partitions=2,
+                   checkpoint_dir=tmp_path / "ck", checkpoint_every=2, **SCENARIOS["normal"])
+    assert "FaultInjected: injected failure: end_tick at tick 2" in str(err.value)
+
+
 def test_state_lost_with_an_executor_is_one_clear_message():
     """Spark's error when a local checkpoint's block went with its executor."""
     class Java:
