@@ -1,6 +1,9 @@
 """Run every benchmark (or those named):
 ``python -m benchmarks [amjoin] [datagen] [engine] [online_nway] [key=value ...]``.
 
+Options are each benchmark's own, so they need the benchmark named (one or more that take
+them); without a name every benchmark runs with its defaults.
+
 Each benchmark runs in its own process and writes ``scratch/bench/<name>.json``.
 """
 
@@ -20,6 +23,10 @@ def main(argv: list[str]) -> int:
     unknown = [n for n in names if n not in BENCHES]
     if unknown:
         print(f"error: unknown benchmark(s) {unknown}; valid: {', '.join(BENCHES)}", file=sys.stderr)
+        return 2
+    if opts and not any("=" not in a for a in argv):
+        print(f"error: options {' '.join(opts)} are a benchmark's own: name it, e.g. "
+              f"`make bench ARGS=\"online_nway {' '.join(opts)}\"`", file=sys.stderr)
         return 2
     failed = []
     for name in names:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import pandas as pd
@@ -29,15 +30,23 @@ def batch_join_floor(spark, r_path: str, s_path: str, expected: int, repeat: int
     return min(walls)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str]) -> int:
+    """Options as ``key=value`` like the other benchmarks (``z=0,1`` for a list)."""
+    ap = argparse.ArgumentParser(prog="bench_engine", usage="bench_engine [sf=F] [z=Z,Z...] "
+                                 "[batch=N] [partitions=N] [seed=N] [repeat=N]")
     ap.add_argument("--sf", type=float, default=0.02)  # squall table2 at scale=small
     ap.add_argument("--z", type=float, nargs="+", default=[0.0, 1.0])
     ap.add_argument("--batch", type=int, default=40_000)
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=2)
-    a = ap.parse_args()
+    flags = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if not sep:
+            ap.error(f"expected key=value, got {arg!r}")
+        flags += [f"--{key}", *value.split(",")]
+    a = ap.parse_args(flags)
 
     from datagen import materialize
     from joins.online import run_stream
@@ -100,4 +109,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -54,9 +54,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from experiments.paths import SCRATCH  # noqa: E402
-
 from datagen.params import parse_cli_value  # noqa: E402
+from runtime.paths import SCRATCH  # noqa: E402
 
 GOAL_RATIO = 3.0
 DEFAULTS = {
@@ -396,7 +395,7 @@ def run_profile(spark, a: dict, folder: Path, cores: int, bs: int) -> dict:
 def main(argv: list[str]) -> int:
     a = parse_args(argv)
     n, cores, bs = int(a["n"]), int(a["cores"]), int(a["batch_size"])
-    from experiments.spark_session import get_spark
+    from runtime.spark_session import get_spark
 
     conf = {"spark.python.profile": "true"} if a["profile"] else None
     spark = get_spark(f"local[{cores}]", driver_memory="8g", conf=conf)

@@ -1,7 +1,7 @@
 """Squall's joiner that fails one Spark task's first attempt at a chosen point (fault tests).
 
 The program travels pickled in the run's config, so the executors' Python workers import this
-module (the project root is on their path, see ``experiments.spark_session``). The failure is
+module (the project root is on their path, see ``runtime.spark_session``). The failure is
 raised on a task's first attempt only (``TaskContext.attemptNumber() == 0``), after the
 wrapped step of the joiner has run, so the failed attempt has already changed the worker
 state it read: Spark's retry must start again from the persisted state, not from the failed
