@@ -261,3 +261,27 @@ def test_the_checker_finds_a_cycle_through_a_function_level_import(tmp_path):
     })
     assert cycles(root) == [["joins.cli", "joins.online.cli", "joins.cli"]]
     assert "joins/online/cli.py:1" in _describe(cycles(root)[0], root)
+
+
+def missing_modules(root: Path) -> list[str]:
+    """Imports naming a project module that does not exist (e.g. one moved to another
+    package): found without running the code, so a rarely run module is checked too."""
+    pkgs = packages(root)
+    mods = modules(root, pkgs)
+    bad = []
+    for name, f in modules(root, pkgs).items():
+        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                wanted = [node.module]
+            elif isinstance(node, ast.Import):
+                wanted = [a.name for a in node.names]
+            else:
+                continue
+            bad += [f"{f.relative_to(root)}:{node.lineno}: {name} imports {m}, which does not exist"
+                    for m in wanted if m.split(".")[0] in pkgs and m not in mods]
+    return sorted(bad)
+
+
+def test_every_project_import_names_a_module_that_exists():
+    bad = missing_modules(ROOT)
+    assert not bad, "\n".join(bad)
