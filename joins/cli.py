@@ -1,6 +1,7 @@
 """Run any registered join on your own Parquet files.
 
     python -m joins list
+    python -m joins describe ALGORITHM
     python -m joins run algorithm=am_join left=A.parquet right=B.parquet on=key how=left \
         out=OUT.parquet [executors=E] [partitions=P] [spark=local] [param.<name>=value] \
         [force=true]
@@ -79,6 +80,47 @@ def cmd_list() -> int:
         for name in sorted(n for n, a in ALGORITHMS.items() if a.kind == kind):
             a = ALGORITHMS[name]
             print(f"  {name:<20} [{a.paper}] joins: {', '.join(a.join_types)}  {a.description}")
+    print("python -m joins describe ALGORITHM: its paper, join types and parameters")
+    return 0
+
+
+def _default_text(source: str | None) -> str:
+    """A parameter's default as read from the code: the literal, or "derived" for an
+    expression (its meaning says from what)."""
+    import ast
+
+    if source is None:
+        return "required"
+    try:
+        value = ast.literal_eval(source)
+    except (ValueError, SyntaxError):
+        return "derived"
+    return "none" if value is None else str(value)
+
+
+def cmd_describe(rest: list[str]) -> int:
+    from joins.cli_checks import algorithm_param_defaults
+    from joins.param_docs import PAPERS, PARAM_DOCS
+
+    if len(rest) != 1 or "=" in rest[0]:
+        raise CliError("usage: python -m joins describe ALGORITHM (python -m joins list names them)")
+    try:
+        algo = get(rest[0])
+    except UnknownAlgorithm as exc:
+        raise CliError(str(exc)) from None
+    command = "run" if algo.kind == "batch" else "stream"
+    print(f"{algo.name} ({algo.kind}): {algo.description}")
+    print(f"  paper       {algo.paper}: {PAPERS.get(algo.paper, algo.paper)}")
+    print(f"  join types  {', '.join(algo.join_types)}")
+    params = algorithm_param_defaults(algo)
+    if not params:
+        print(f"  parameters  none (python -m joins {command} --help lists the run's options)")
+        return 0
+    print(f"  parameters  (python -m joins {command} ... param.<name>=value)")
+    width = max(map(len, params))
+    for name in sorted(params):
+        print(f"    {name:<{width}}  default {_default_text(params[name]):<10} "
+              f"{PARAM_DOCS.get(name, '(not documented)')}")
     return 0
 
 
@@ -163,21 +205,24 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd in ("list", "run") and any(a in ("-h", "--help") for a in rest):
-        print("usage: python -m joins list" if cmd == "list" else RUN_USAGE)
+    if cmd in ("list", "run", "describe") and any(a in ("-h", "--help") for a in rest):
+        print({"list": "usage: python -m joins list",
+               "describe": "usage: python -m joins describe ALGORITHM"}.get(cmd, RUN_USAGE))
         return 0
     try:
         if cmd == "list":
             return cmd_list()
         if cmd == "run":
             return cmd_run(parse_kv(rest))
+        if cmd == "describe":
+            return cmd_describe(rest)
         if cmd == "stream":
             try:
                 from joins.online.cli import main as stream_main
             except ImportError as exc:
                 raise CliError(f"the online engine is not available: {exc}") from None
             return stream_main(rest)
-        raise CliError(f"unknown command {cmd!r}; valid: list, run, stream")
+        raise CliError(f"unknown command {cmd!r}; valid: list, describe, run, stream")
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -48,13 +48,20 @@ ONLINE_ENGINE_KEYWORDS = ("joiners", "n_r", "n_s", "seed", "controller", "band",
 
 def algorithm_params(algo) -> list[str]:
     """The parameter names ``algo`` (a :class:`joins.registry.Algorithm`) reads."""
+    return sorted(algorithm_param_defaults(algo))
+
+
+def algorithm_param_defaults(algo) -> dict[str, str | None]:
+    """``algo``'s parameters with their defaults as source text (``"100"``, ``"'exact'"``;
+    None where the code sets none), read from its signature (online operators) or from the
+    ``ctx.params`` reads of its code (batch algorithms), so they cannot drift from the code."""
     if algo.kind == "online":
         sig = inspect.signature(algo.load())
-        return sorted(n for n, p in sig.parameters.items()
-                      if n not in ONLINE_ENGINE_KEYWORDS
-                      and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+        return {n: (None if p.default is p.empty else repr(p.default))
+                for n, p in sig.parameters.items() if n not in ONLINE_ENGINE_KEYWORDS
+                and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
     module, _, function = algo.target.partition(":")
-    return sorted(_params_read(module, function))
+    return _params_read(module, function)
 
 
 def check_params(algo, names: Iterable[str]) -> None:
@@ -69,9 +76,10 @@ def check_params(algo, names: Iterable[str]) -> None:
                            f"(valid: {listed})")
 
 
-def _params_read(module: str, function: str) -> set[str]:
-    """``ctx.params`` keys read by ``module.function`` and the ``joins`` code it refers to."""
-    keys: set[str] = set()
+def _params_read(module: str, function: str) -> dict[str, str | None]:
+    """``ctx.params`` keys read by ``module.function`` and the ``joins`` code it refers to, each
+    with its default as source text (None if the code gives none)."""
+    keys: dict[str, str | None] = {}
     seen: set[tuple[str, str]] = set()
     todo = [(module, function)]
     while todo:
@@ -83,7 +91,9 @@ def _params_read(module: str, function: str) -> set[str]:
         node = info["defs"].get(name)
         if node is None:
             continue
-        keys |= _keys_read(node)
+        for k, d in _keys_read(node).items():
+            if keys.get(k) is None:
+                keys[k] = d
         todo.extend(_references(node, mod, info))
     return keys
 
@@ -139,9 +149,10 @@ def _references(node: ast.AST, module: str, info: dict) -> list[tuple[str, str]]
     return refs
 
 
-def _keys_read(node: ast.AST) -> set[str]:
+def _keys_read(node: ast.AST) -> dict[str, str | None]:
     """String keys of ``params.get("k")``, ``params["k"]``, ``"k" in params`` in ``node``, where
-    ``params`` is anything named ``params`` (``ctx.params``) or a variable assigned from it."""
+    ``params`` is anything named ``params`` (``ctx.params``) or a variable assigned from it;
+    each with the default a ``get`` gives it, as source text (None when no ``get`` does)."""
     aliases = {"params"}
     for sub in ast.walk(node):
         if isinstance(sub, ast.Assign) and _mentions(sub.value, aliases):
@@ -151,21 +162,22 @@ def _keys_read(node: ast.AST) -> set[str]:
         return expr.value if isinstance(expr, ast.Constant) and isinstance(expr.value, str) \
             else None
 
-    keys = set()
+    keys: dict[str, str | None] = {}
     for sub in ast.walk(node):
-        found = None
+        found = default = None
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
                 and sub.func.attr in ("get", "pop", "setdefault") and sub.args \
                 and _mentions(sub.func.value, aliases):
             found = key(sub.args[0])
+            default = ast.unparse(sub.args[1]) if len(sub.args) > 1 else "None"
         elif isinstance(sub, ast.Subscript) and _mentions(sub.value, aliases):
             found = key(sub.slice)
         elif isinstance(sub, ast.Compare) and len(sub.ops) == 1 \
                 and isinstance(sub.ops[0], ast.In | ast.NotIn) \
                 and _mentions(sub.comparators[0], aliases):
             found = key(sub.left)
-        if found is not None:
-            keys.add(found)
+        if found is not None and keys.get(found) is None:
+            keys[found] = default
     return keys
 
 

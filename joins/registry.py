@@ -93,7 +93,7 @@ def get(name: str, kind: str | None = None) -> Algorithm:
     algo = ALGORITHMS.get(name)
     if algo is None or (kind is not None and algo.kind != kind):
         valid = ", ".join(sorted(n for n, a in ALGORITHMS.items() if kind in (None, a.kind)))
-        raise UnknownAlgorithm(f"unknown {kind or ''} algorithm {name!r}; valid: {valid}")
+        raise UnknownAlgorithm(f"unknown {kind + ' ' if kind else ''}algorithm {name!r}; valid: {valid}")
     return algo
 
 

@@ -36,7 +36,7 @@ def test_every_params_key_in_the_batch_code_belongs_to_an_algorithm():
     """The reader finds every key: one read where it cannot look would be refused as unknown."""
     everywhere = set()
     for f in BATCH.glob("*.py"):
-        everywhere |= C._keys_read(ast.parse(f.read_text()))
+        everywhere |= set(C._keys_read(ast.parse(f.read_text())))
     found = set().union(*(C.algorithm_params(a) for a in ALGORITHMS.values() if a.kind == "batch"))
     assert everywhere and everywhere == found
 
@@ -91,3 +91,34 @@ def test_marked_folder_and_file(tmp_path):
         C.check_output_file(m)
     with pytest.raises(C.CliError, match="is a folder"):
         C.check_output_file(out, force=True)
+
+
+def test_every_parameter_of_every_algorithm_has_a_meaning():
+    from joins.param_docs import PAPERS, PARAM_DOCS
+
+    for algo in ALGORITHMS.values():
+        assert algo.paper in PAPERS, algo.name
+        undocumented = set(C.algorithm_params(algo)) - set(PARAM_DOCS)
+        assert not undocumented, f"{algo.name}: add {sorted(undocumented)} to joins/param_docs.py"
+
+
+def test_defaults_are_read_from_the_code():
+    assert C.algorithm_param_defaults(get("full_skew_join")) == {"hot_threshold": "100",
+                                                                 "max_hot_keys": "1000"}
+    am = C.algorithm_param_defaults(get("am_join"))
+    assert am["hot_key_method"] == "'exact'" and am["hh_capacity"] == "None"
+    assert am["lambda"].startswith("C.lambda_from_threshold")  # an expression: "derived"
+    assert C.algorithm_param_defaults(get("dynamic"))["eps"] == "1.0"
+
+
+def test_describe_lists_paper_join_types_and_each_parameter(capsys):
+    from joins.cli import main
+
+    assert main(["describe", "full_skew_join"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("full_skew_join (batch): Full-SkewJoin")
+    assert out[1].split() [:2] == ["paper", "amjoin:"] and out[2].split() == ["join", "types", "inner"]
+    assert out[4].split()[:4] == ["hot_threshold", "default", "100", "τ:"]
+    assert main(["describe", "am_join", "lambda"]) == 2
+    assert main(["describe", "no_such"]) == 2
+    assert "unknown algorithm 'no_such'" in capsys.readouterr().err

@@ -146,7 +146,7 @@ def test_valid_parameters_reach_spark(files):
         main(argv)
 
 
-@pytest.mark.parametrize("command", ["run", "list"])
+@pytest.mark.parametrize("command", ["run", "list", "describe"])
 def test_help_after_a_command_is_its_usage(capsys, command):
     assert main([command, "--help"]) == 0
     assert capsys.readouterr().out.startswith(f"usage: python -m joins {command}")
