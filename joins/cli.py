@@ -2,6 +2,8 @@
 
     python -m joins list
     python -m joins describe ALGORITHM
+    python -m joins compare algorithms=a,b,c left=A.parquet right=B.parquet on=key how=inner \
+        [executors=E] [partitions=P] [check=true] [out=FOLDER] [spark=local] [param.<name>=value]
     python -m joins run algorithm=am_join left=A.parquet right=B.parquet on=key how=left \
         out=OUT.parquet [executors=E] [partitions=P] [spark=local] [param.<name>=value] \
         [force=true]
@@ -190,6 +192,87 @@ def cmd_run(opts: dict[str, str]) -> int:
     return 0
 
 
+COMPARE_USAGE = ("usage: python -m joins compare algorithms=a,b,c left=A.parquet right=B.parquet "
+                 "on=key how=inner|left|right|full [executors=4] [partitions=3*executors] "
+                 "[seed=0] [check=true] [out=FOLDER] [spark=local] [force=true] "
+                 "[param.<name>=value: given to each algorithm that reads it]")
+
+
+def cmd_compare(opts: dict[str, str]) -> int:
+    """Several batch algorithms on the same inputs, one table (and a chart with out=)."""
+    from joins.cli_checks import algorithm_params
+
+    required = ("algorithms", "left", "right")
+    known = set(required) | {"on", "how", "executors", "partitions", "spark", "seed", "check",
+                             "out", "force"}
+    unknown = [k for k in opts if k not in known and not k.startswith("param.")]
+    if unknown:
+        guess = closest(unknown[0], known)
+        raise CliError(f"unknown option(s) {', '.join(unknown)}"
+                       f"{f'; did you mean {guess}?' if guess else ''} ({COMPARE_USAGE})")
+    missing = [k for k in required if k not in opts]
+    if missing:
+        raise CliError(f"missing {', '.join(missing)} ({COMPARE_USAGE})")
+    names = [n.strip() for n in opts["algorithms"].split(",") if n.strip()]
+    if len(names) != len(set(names)) or not names:
+        raise CliError(f"algorithms= needs distinct names, got {opts['algorithms']!r}")
+    try:
+        algos = [get(n, kind="batch") for n in names]
+    except UnknownAlgorithm as exc:
+        raise CliError(str(exc)) from None
+    how, on = opts.get("how", "inner"), opts.get("on", "key")
+    cannot = [a.name for a in algos if how not in a.join_types]
+    if cannot:
+        raise CliError(f"{', '.join(cannot)} cannot do {how!r} joins")
+    given = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
+    reads = {a.name: set(algorithm_params(a)) for a in algos}
+    for name in given:
+        if not any(name in r for r in reads.values()):
+            valid = sorted(set().union(*reads.values()))
+            guess = closest(name, valid)
+            raise CliError(f"no algorithm of {', '.join(names)} reads param.{name}"
+                           f"{f'; did you mean param.{guess}?' if guess else ''}")
+    params = {a: {k: v for k, v in given.items() if k in r} for a, r in reads.items()}
+    check_key({"left": parquet_schema(opts["left"]), "right": parquet_schema(opts["right"])}, on)
+    out = None
+    if "out" in opts:
+        out = output_path("out", opts["out"])
+        check_output_folder(out, force=flag_option(opts, "force"))
+        check_distinct({"out": opts["out"]}, {"left": opts["left"], "right": opts["right"]})
+    executors = number_option(opts, "executors", int, 4, minimum=1)
+    partitions = number_option(opts, "partitions", int, 3 * executors, minimum=1)
+    seed = number_option(opts, "seed", int, 0, minimum=0)
+    check = flag_option(opts, "check")
+    preset = spark_preset_or_usage_error(opts.get("spark", "local"))
+
+    from joins.compare import compare_batch, draw, format_table
+    from runtime.spark_session import get_spark
+
+    spark = get_spark(**preset)
+    cmp = compare_batch(spark, algos, opts["left"], opts["right"], on=on, how=how,
+                        executors=executors, partitions=partitions, seed=seed, params=params,
+                        check=check)
+    print()
+    print(format_table(cmp))
+    if out is not None:
+        if out.exists():  # force=true on an output this tool wrote
+            import shutil
+
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        cmp.table.assign(calibration_id=cmp.calibration_id, executors=executors).to_csv(
+            out / "compare.csv", index=False)
+        draw(cmp, out / "compare.png")
+        mark_output_folder(out, "python -m joins compare", algorithms=names, how=how, on=on,
+                           left=opts["left"], right=opts["right"], params=params)
+        print(f"table and chart -> {out}/compare.csv, {out}/compare.png")
+    if cmp.errors:
+        for name, err in cmp.errors.items():
+            print(f"error: {name}: output {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _number(v: str) -> Any:
     for cast in (int, float):
         try:
@@ -205,9 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
-    if cmd in ("list", "run", "describe") and any(a in ("-h", "--help") for a in rest):
+    if cmd in ("list", "run", "describe", "compare") and any(a in ("-h", "--help") for a in rest):
         print({"list": "usage: python -m joins list",
-               "describe": "usage: python -m joins describe ALGORITHM"}.get(cmd, RUN_USAGE))
+               "describe": "usage: python -m joins describe ALGORITHM",
+               "compare": COMPARE_USAGE}.get(cmd, RUN_USAGE))
         return 0
     try:
         if cmd == "list":
@@ -216,13 +300,15 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(parse_kv(rest))
         if cmd == "describe":
             return cmd_describe(rest)
+        if cmd == "compare":
+            return cmd_compare(parse_kv(rest))
         if cmd == "stream":
             try:
                 from joins.online.cli import main as stream_main
             except ImportError as exc:
                 raise CliError(f"the online engine is not available: {exc}") from None
             return stream_main(rest)
-        raise CliError(f"unknown command {cmd!r}; valid: list, describe, run, stream")
+        raise CliError(f"unknown command {cmd!r}; valid: list, describe, run, compare, stream")
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -51,11 +51,24 @@ def oracle_join(
     band: float | None = None,
 ) -> pd.DataFrame:
     """The exact join as a pandas frame with ``l_*`` and ``r_*`` columns."""
+    con, select = oracle_join_sql(left, right, on, how, band)
+    return con.sql(select).df()
+
+
+def oracle_join_sql(
+    left: pd.DataFrame | str | Path,
+    right: pd.DataFrame | str | Path,
+    on: str = "key",
+    how: str = "inner",
+    band: float | None = None,
+) -> tuple[duckdb.DuckDBPyConnection, str]:
+    """A connection holding the inputs and the exact join's ``SELECT`` (``l_*``/``r_*``
+    columns), to compare with an output that is never loaded into Python."""
     con, lsql, rsql, join = _join(left, right, on, how, band)
     lcols = con.sql(f"SELECT * FROM {lsql} LIMIT 0").columns
     rcols = con.sql(f"SELECT * FROM {rsql} LIMIT 0").columns
     select = ", ".join([f'l."{c}" AS "l_{c}"' for c in lcols] + [f'r."{c}" AS "r_{c}"' for c in rcols])
-    return con.sql(f"SELECT {select} {join}").df()
+    return con, f"SELECT {select} {join}"
 
 
 def oracle_count(

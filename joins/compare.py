@@ -1,0 +1,164 @@
+"""Several batch join algorithms on the same inputs in one Spark session: ``python -m joins
+compare``. Each algorithm's output is consumed the way the figures consume it (every column of
+every row hashed, :func:`joins.api.consume_output`); its tasks are captured and its time is
+modeled on ``executors`` slots with the calibrated costs. With ``check=True`` each output is
+then compared with DuckDB's join as a multiset of rows (nothing lost, nothing duplicated),
+outside the timed run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+# the table's columns: (name, unit, meaning)
+COLUMNS = (
+    ("modeled_s", "modeled s", "calibrated cost of the exact task counts on the modeled executors"),
+    ("wall_s", "local wall s", "this machine's wall clock for the run (never a cluster's time)"),
+    ("output_rows", "rows", "rows of the join's output"),
+    ("shuffle_write_bytes", "bytes", "bytes written by every shuffle of the run"),
+    ("task_imbalance", "max/mean", "heaviest reduce stage: max over mean records per task"),
+    ("spark_tasks", "tasks", "Spark tasks run"),
+)
+
+
+@dataclass
+class Comparison:
+    """One row per algorithm (:data:`COLUMNS`, plus ``exact`` when checked); the calibration
+    id that priced every row."""
+
+    table: pd.DataFrame
+    calibration_id: str
+    executors: int
+    checked: bool
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def multiset_mismatch(output: str | Path, left: str | Path, right: str | Path, on: str,
+                      how: str) -> tuple[int, int]:
+    """(rows DuckDB's join has that ``output`` lacks, rows ``output`` has in excess), counted
+    with multiplicity (EXCEPT ALL, where nulls compare equal) on the output's columns."""
+    from joins.oracle import oracle_join_sql
+
+    con, select = oracle_join_sql(left, right, on, how)
+    mine = "read_parquet('{}')".format(str(Path(output) / "*.parquet").replace("'", "''"))
+    cols = ", ".join(f'"{c}"' for c in con.sql(f"SELECT * FROM ({select}) LIMIT 0").columns)
+
+    def count(a: str, b: str) -> int:
+        return int(con.sql(f"SELECT count(*) FROM (SELECT {cols} FROM {a} "
+                           f"EXCEPT ALL SELECT {cols} FROM {b})").fetchone()[0])
+
+    return count(f"({select})", mine), count(mine, f"({select})")
+
+
+def compare_batch(spark, algorithms: list, left: str, right: str, *, on: str, how: str,
+                  executors: int, partitions: int, seed: int = 0,
+                  params: dict[str, dict[str, Any]] | None = None, check: bool = False,
+                  scratch: Path | None = None, log=print) -> Comparison:
+    """Run each of ``algorithms`` (:class:`joins.registry.Algorithm`, batch) on the Parquet
+    inputs; ``params[name]`` are that algorithm's parameters."""
+    from joins.api import BatchContext, JoinSpec, consume_output
+    from joins.batch.sql_conf import sql_conf
+    from runtime.cost_model import load_calibration, modeled_makespan
+    from runtime.spark_metrics import TaskMetricsCapture
+
+    calibration = load_calibration()
+    lhs, rhs = spark.read.parquet(left), spark.read.parquet(right)
+    rows, errors = [], {}
+    for i, algo in enumerate(algorithms, 1):
+        log(f"[{i}/{len(algorithms)}] {algo.name} ...")
+        ctx = BatchContext(spark, executors=executors, partitions=partitions, seed=seed,
+                           params=dict((params or {}).get(algo.name, {})))
+        spec = JoinSpec(on=on, how=how)
+        t0 = time.perf_counter()
+        with TaskMetricsCapture(spark) as cap:
+            result = algo.load()(ctx, lhs, rhs, spec)
+            with sql_conf(spark, result.sql_conf):
+                n_rows, _ = consume_output(result.output)
+        wall = time.perf_counter() - t0
+        summary = cap.result.summary()
+        row = {"algorithm": algo.name,
+               "modeled_s": modeled_makespan(cap.result.tasks, executors, calibration.batch),
+               "wall_s": wall, "output_rows": n_rows,
+               "shuffle_write_bytes": summary.get("shuffle_write_bytes", 0.0),
+               "task_imbalance": summary.get("task_imbalance", float("nan")),
+               "spark_tasks": summary.get("spark_tasks", 0)}
+        if check:
+            row["exact"], error = _check(spark, result, left, right, on, how, scratch)
+            if error:
+                errors[algo.name] = error
+        rows.append(row)
+        log(f"      {row['modeled_s']:.3f} modeled s, {wall:.1f} s here, {n_rows:,} rows"
+            + (f", {'exact' if row['exact'] else errors[algo.name]}" if check else ""))
+    return Comparison(pd.DataFrame(rows), calibration.id, executors, check, errors)
+
+
+def _check(spark, result, left, right, on, how, scratch: Path | None) -> tuple[bool, str]:
+    """Write the output (again, outside the timed run) and compare it with DuckDB's."""
+    from joins.batch.sql_conf import sql_conf
+    from runtime.paths import SCRATCH
+
+    folder = (scratch or SCRATCH / "compare") / f"check-{uuid.uuid4().hex[:12]}"
+    try:
+        with sql_conf(spark, result.sql_conf):
+            result.output.write.parquet(str(folder))
+        missing, extra = multiset_mismatch(folder, left, right, on, how)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if missing or extra:
+        return False, f"differs from DuckDB: {missing:,} rows missing, {extra:,} in excess"
+    return True, ""
+
+
+def format_table(cmp: Comparison) -> str:
+    """The table as text: integers with thousands separators, every column with its unit."""
+    names = ["algorithm", *[c for c, _, _ in COLUMNS]] + (["exact"] if cmp.checked else [])
+    units = {c: u for c, u, _ in COLUMNS}
+    head = [f"{n} ({units[n]})" if n in units else n for n in names]
+
+    def cell(name: str, v: Any) -> str:
+        if name == "exact":
+            return "yes" if v else "NO"
+        if name in ("output_rows", "shuffle_write_bytes", "spark_tasks"):
+            return f"{int(v):,}"
+        if isinstance(v, float):
+            return f"{v:.3f}" if name != "task_imbalance" else f"{v:.2f}"
+        return str(v)
+
+    body = [[cell(n, r[n]) for n in names] for _, r in cmp.table.iterrows()]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
+                        enumerate(zip(b, widths, strict=True))) for b in body]
+    legend = [f"  {c}: {m}" for c, _, m in COLUMNS]
+    return "\n".join([*lines, "", f"modeled on {cmp.executors} executors (this feeds the time "
+                      "model only; it does not change how many Spark executors run), "
+                      f"calibration {cmp.calibration_id}", *legend])
+
+
+def draw(cmp: Comparison, path: Path) -> None:
+    """Bars of modeled and local wall time per algorithm, labelled as such."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = cmp.table
+    fig, axes = plt.subplots(1, 2, figsize=(max(6, 1.2 * len(t) + 3), 3.6))
+    for ax, col, label in ((axes[0], "modeled_s", f"modeled time on {cmp.executors} executors (s)"),
+                           (axes[1], "wall_s", "local wall time, this machine (s)")):
+        ax.bar(t["algorithm"], t[col], color="#4472a8")
+        ax.set_ylabel(label)
+        ax.tick_params(axis="x", rotation=30)
+        for lab in ax.get_xticklabels():
+            lab.set_ha("right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,93 @@
+"""`python -m joins compare`: bad options before Spark; each output checked against DuckDB as a
+multiset (a lost row and a duplicate do not cancel); a table with units."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from joins.cli import main
+from joins.compare import Comparison, format_table, multiset_mismatch
+from joins.oracle import oracle_join
+from joins.registry import get
+from tests.batch.test_cli import SparkStarted, files  # noqa: F401  (the fixture)
+
+
+def _args(folder: Path, *extra: str) -> list[str]:
+    return ["compare", f"left={folder / 'A.parquet'}", f"right={folder / 'B.parquet'}", *extra]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("algorithms=hash_join,am_jion",), "unknown batch algorithm 'am_jion'"),
+    (("algorithms=hash_join,hash_join",), "algorithms= needs distinct names"),
+    (("algorithms=hash_join,fgsd_join", "how=left"), "fgsd_join cannot do 'left' joins"),
+    (("algorithms=hash_join,am_join", "param.hot_treshold=3"),
+     "no algorithm of hash_join, am_join reads param.hot_treshold; did you mean "
+     "param.hot_threshold?"),
+    (("algorithms=hash_join", "check=maybe"), "check must be true or false"),
+    (("algorithms=hash_join", "executor=3"), "did you mean executors?"),
+    ((), "missing algorithms"),
+])
+def test_bad_options_are_one_line_before_spark(files, capsys, extra, message):  # noqa: F811
+    assert main(_args(files, *extra)) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+def test_an_existing_out_folder_is_refused(files, capsys):  # noqa: F811
+    (files / "mine").mkdir()
+    (files / "mine" / "notes.txt").write_text("keep")
+    assert main(_args(files, "algorithms=hash_join", f"out={files / 'mine'}")) == 2
+    assert (files / "mine" / "notes.txt").read_text() == "keep"
+    with pytest.raises(SparkStarted):
+        main(_args(files, "algorithms=hash_join,am_join", "param.hot_threshold=3", "check=true",
+                   f"out={files / 'new'}"))
+
+
+def test_the_multiset_check_sees_a_lost_row_and_a_duplicate(tmp_path):
+    left = pd.DataFrame({"key": [1, 1, 2, None, 4], "a": [1, 2, 3, 4, 5]})
+    right = pd.DataFrame({"key": [1, 2, 2, None], "b": [7, 8, 9, 10]})
+    left.to_parquet(tmp_path / "A.parquet")
+    right.to_parquet(tmp_path / "B.parquet")
+    exact = oracle_join(left, right, "key", "left")
+    (tmp_path / "ok").mkdir()
+    exact.to_parquet(tmp_path / "ok" / "part-0.parquet")
+    args = (tmp_path / "A.parquet", tmp_path / "B.parquet", "key", "left")
+    assert multiset_mismatch(tmp_path / "ok", *args) == (0, 0)
+    # the same row count: row 0 lost, row 1 twice
+    wrong = pd.concat([exact.iloc[1:], exact.iloc[[1]]])
+    (tmp_path / "bad").mkdir()
+    wrong.to_parquet(tmp_path / "bad" / "part-0.parquet")
+    assert len(wrong) == len(exact) and multiset_mismatch(tmp_path / "bad", *args) == (1, 1)
+
+
+@pytest.mark.spark
+def test_compare_runs_each_algorithm_and_checks_it(spark, tmp_path):
+    from joins.compare import compare_batch
+
+    left = pd.DataFrame({"key": [1] * 30 + [2, 3, None], "a": range(33)})
+    right = pd.DataFrame({"key": [1] * 20 + [3, None], "b": range(22)})
+    left.to_parquet(tmp_path / "A.parquet")
+    right.to_parquet(tmp_path / "B.parquet")
+    cmp = compare_batch(spark, [get("hash_join"), get("am_join")], str(tmp_path / "A.parquet"),
+                        str(tmp_path / "B.parquet"), on="key", how="full", executors=2,
+                        partitions=4, params={"am_join": {"hot_threshold": 5}}, check=True,
+                        scratch=tmp_path, log=lambda *_: None)
+    t = cmp.table.set_index("algorithm")
+    assert list(t.index) == ["hash_join", "am_join"] and t["exact"].all() and not cmp.errors
+    assert (t["output_rows"] == len(oracle_join(left, right, "key", "full"))).all()
+    assert (t["modeled_s"] > 0).all() and (t["spark_tasks"] > 0).all()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("check-")]  # tidied up
+
+
+def test_the_table_prints_counts_as_integers_with_units():
+    table = pd.DataFrame([{"algorithm": "hash_join", "modeled_s": 0.5, "wall_s": 2.0,
+                           "output_rows": 91600, "shuffle_write_bytes": 1.5e6,
+                           "task_imbalance": 3.0, "spark_tasks": 12.0, "exact": True}])
+    text = format_table(Comparison(table, "abc", 8, checked=True))
+    head, row = text.splitlines()[:2]
+    assert "output_rows (rows)" in head and "modeled_s (modeled s)" in head
+    assert "91,600" in row and "1,500,000" in row and "9.16e+04" not in text
+    assert row.split()[-1] == "yes" and "does not change how many Spark executors run" in text
