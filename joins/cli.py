@@ -24,19 +24,24 @@ from typing import Any
 
 from joins.cli_checks import (
     check_distinct,
+    check_output_file,
     check_output_folder,
     check_params,
     closest,
     mark_output_folder,
     output_path,
+    write_marked_parquet,
 )
 from joins.cli_common import CliError, check_key, parquet_schema, spark_preset_or_usage_error
 from joins.registry import ALGORITHMS, UnknownAlgorithm, get
+from joins.summary import lines as summary_lines
+from joins.summary import unit as summary_unit
 
 USAGE = __doc__
 RUN_USAGE = ("usage: python -m joins run algorithm=NAME left=A.parquet right=B.parquet on=key "
              "how=inner|left|right|full out=OUT.parquet [executors=4] [partitions=3*executors] "
              "[seed=0] [memory_budget_bytes=B] [record_bytes=N] [spark=local] [force=true] "
+             "[metrics=M.parquet] [explain=true: each metric's meaning] "
              "[param.<name>=value]\n(python -m joins list names the algorithms)")
 
 
@@ -129,7 +134,8 @@ def cmd_describe(rest: list[str]) -> int:
 def cmd_run(opts: dict[str, str]) -> int:
     required = ("algorithm", "left", "right", "out")
     known = set(required) | {"on", "how", "executors", "partitions", "spark", "seed",
-                             "memory_budget_bytes", "record_bytes", "force"}
+                             "memory_budget_bytes", "record_bytes", "force", "metrics",
+                             "explain"}
     unknown = [k for k in opts if k not in known and not k.startswith("param.")]
     if unknown:
         guess = closest(unknown[0], known)
@@ -152,7 +158,13 @@ def cmd_run(opts: dict[str, str]) -> int:
     check_key({"left": parquet_schema(opts["left"]), "right": parquet_schema(opts["right"])}, on)
     out = output_path("out", opts["out"])
     replace = check_output_folder(out, force=flag_option(opts, "force"))
-    check_distinct({"out": opts["out"]}, {"left": opts["left"], "right": opts["right"]})
+    metrics = None
+    if "metrics" in opts:
+        metrics = output_path("metrics", opts["metrics"])
+        check_output_file(metrics, force=flag_option(opts, "force"), what="metrics")
+    check_distinct({"out": opts["out"], "metrics": opts.get("metrics")},
+                   {"left": opts["left"], "right": opts["right"]})
+    flag_option(opts, "explain")
     executors = number_option(opts, "executors", int, 4, minimum=1)
     partitions = number_option(opts, "partitions", int, 3 * executors, minimum=1)
     seed = number_option(opts, "seed", int, 0, minimum=0)
@@ -164,6 +176,7 @@ def cmd_run(opts: dict[str, str]) -> int:
     from joins.api import BatchContext, JoinSpec
     from joins.batch.sql_conf import sql_conf
     from runtime.cost_model import load_calibration, modeled_makespan
+    from runtime.progress import StageProgress
     from runtime.spark_metrics import TaskMetricsCapture
     from runtime.spark_session import get_spark
 
@@ -173,7 +186,7 @@ def cmd_run(opts: dict[str, str]) -> int:
     ctx = BatchContext(spark, executors=executors, partitions=partitions, seed=seed,
                        memory_budget_bytes=budget, record_bytes=record_bytes, params=params)
     t0 = time.perf_counter()
-    with TaskMetricsCapture(spark) as cap:
+    with TaskMetricsCapture(spark) as cap, StageProgress(spark):
         result = algo.load()(ctx, left, right, JoinSpec(on=on, how=how))
         with sql_conf(spark, result.sql_conf):
             result.output.write.mode("overwrite" if replace else "errorifexists").parquet(str(out))
@@ -182,13 +195,20 @@ def cmd_run(opts: dict[str, str]) -> int:
                        left=opts["left"], right=opts["right"], params=params)
     rows = spark.read.parquet(str(out)).count()
     calibration = load_calibration()
-    summary = cap.result.summary()
-    print(f"{algo.name} {how} join: {rows} rows -> {out}")
-    print(f"  local wall time        {wall:.2f} s (this machine)")
-    print(f"  modeled time           {modeled_makespan(cap.result.tasks, executors, calibration.batch):.3f} s"
-          f" on {executors} executors (calibration {calibration.id})")
-    for k, v in {**summary, **result.extra}.items():
-        print(f"  {k:<22} {v:,.4g}")
+    values = {"output_rows": rows, "wall_s": wall,
+              "modeled_s": modeled_makespan(cap.result.tasks, executors, calibration.batch),
+              **cap.result.summary(), **result.extra}
+    print(f"{algo.name} {how} join: {rows:,} rows -> {out} (a folder of Parquet part files)")
+    print("\n".join(summary_lines(values, explain=flag_option(opts, "explain"))))
+    print(f"  modeled on {executors} executors (executors= feeds the time model only; it does "
+          f"not change how many Spark executors run), calibration {calibration.id}")
+    if metrics is not None:
+        write_marked_parquet(pd_frame([{**values, "algorithm": algo.name, "how": how, "on": on,
+                                        "executors": executors,
+                                        "calibration_id": calibration.id}]),
+                             metrics, "python -m joins run", algorithm=algo.name,
+                             units={k: summary_unit(k) for k in values})
+        print(f"  metrics -> {metrics}")
     return 0
 
 
@@ -271,6 +291,12 @@ def cmd_compare(opts: dict[str, str]) -> int:
             print(f"error: {name}: output {err}", file=sys.stderr)
         return 1
     return 0
+
+
+def pd_frame(rows: list[dict]):
+    import pandas as pd
+
+    return pd.DataFrame(rows)
 
 
 def _number(v: str) -> Any:

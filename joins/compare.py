@@ -17,15 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-# the table's columns: (name, unit, meaning)
-COLUMNS = (
-    ("modeled_s", "modeled s", "calibrated cost of the exact task counts on the modeled executors"),
-    ("wall_s", "local wall s", "this machine's wall clock for the run (never a cluster's time)"),
-    ("output_rows", "rows", "rows of the join's output"),
-    ("shuffle_write_bytes", "bytes", "bytes written by every shuffle of the run"),
-    ("task_imbalance", "max/mean", "heaviest reduce stage: max over mean records per task"),
-    ("spark_tasks", "tasks", "Spark tasks run"),
-)
+# the table's columns (units and meanings: joins.summary.METRICS)
+COLUMNS = ("modeled_s", "wall_s", "output_rows", "shuffle_write_bytes", "task_imbalance",
+           "spark_tasks")
 
 
 @dataclass
@@ -66,6 +60,7 @@ def compare_batch(spark, algorithms: list, left: str, right: str, *, on: str, ho
     from joins.api import BatchContext, JoinSpec, consume_output
     from joins.batch.sql_conf import sql_conf
     from runtime.cost_model import load_calibration, modeled_makespan
+    from runtime.progress import StageProgress
     from runtime.spark_metrics import TaskMetricsCapture
 
     calibration = load_calibration()
@@ -77,7 +72,7 @@ def compare_batch(spark, algorithms: list, left: str, right: str, *, on: str, ho
                            params=dict((params or {}).get(algo.name, {})))
         spec = JoinSpec(on=on, how=how)
         t0 = time.perf_counter()
-        with TaskMetricsCapture(spark) as cap:
+        with TaskMetricsCapture(spark) as cap, StageProgress(spark, label=f"{algo.name}: "):
             result = algo.load()(ctx, lhs, rhs, spec)
             with sql_conf(spark, result.sql_conf):
                 n_rows, _ = consume_output(result.output)
@@ -118,25 +113,22 @@ def _check(spark, result, left, right, on, how, scratch: Path | None) -> tuple[b
 
 def format_table(cmp: Comparison) -> str:
     """The table as text: integers with thousands separators, every column with its unit."""
-    names = ["algorithm", *[c for c, _, _ in COLUMNS]] + (["exact"] if cmp.checked else [])
-    units = {c: u for c, u, _ in COLUMNS}
-    head = [f"{n} ({units[n]})" if n in units else n for n in names]
+    from joins.summary import format_value, meaning, unit
+
+    names = ["algorithm", *COLUMNS] + (["exact"] if cmp.checked else [])
+    head = [f"{n} ({unit(n)})" if n in COLUMNS else n for n in names]
 
     def cell(name: str, v: Any) -> str:
         if name == "exact":
             return "yes" if v else "NO"
-        if name in ("output_rows", "shuffle_write_bytes", "spark_tasks"):
-            return f"{int(v):,}"
-        if isinstance(v, float):
-            return f"{v:.3f}" if name != "task_imbalance" else f"{v:.2f}"
-        return str(v)
+        return format_value(name, v)
 
     body = [[cell(n, r[n]) for n in names] for _, r in cmp.table.iterrows()]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
                         enumerate(zip(b, widths, strict=True))) for b in body]
-    legend = [f"  {c}: {m}" for c, _, m in COLUMNS]
+    legend = [f"  {c}: {meaning(c)}" for c in COLUMNS]
     return "\n".join([*lines, "", f"modeled on {cmp.executors} executors (this feeds the time "
                       "model only; it does not change how many Spark executors run), "
                       f"calibration {cmp.calibration_id}", *legend])

@@ -171,3 +171,12 @@ def test_cluster_preset_without_its_master_url_is_one_usage_line(files, capsys, 
     assert main(args(files, "spark=standalone")) == 2  # no traceback from get_spark
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "SPARK_MASTER_URL" in err and err.count("\n") == 1
+
+
+def test_an_existing_metrics_file_is_refused_before_spark(files, capsys):
+    (files / "M.parquet").write_text("mine")
+    assert main(args(files, f"metrics={files / 'M.parquet'}")) == 2
+    assert "metrics" in capsys.readouterr().err and (files / "M.parquet").read_text() == "mine"
+    assert main(args(files, "explain=maybe")) == 2
+    with pytest.raises(SparkStarted):
+        main(args(files, f"metrics={files / 'new.parquet'}", "explain=true"))

@@ -1,0 +1,63 @@
+"""Readable run summaries: every metric with its unit and a one-line meaning, exact counts as
+integers with thousands separators (``91,600``, never ``9.16e+04``). Shared by ``joins run``
+and ``joins compare``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# name -> (unit, meaning); a metric not listed is an algorithm's own exact count
+METRICS: dict[str, tuple[str, str]] = {
+    "modeled_s": ("modeled s", "calibrated cost of the exact task counts on the modeled "
+                  "executors (not this machine's time)"),
+    "wall_s": ("local wall s", "this machine's wall clock for the run (never a cluster's time)"),
+    "output_rows": ("rows", "rows of the join's output"),
+    "spark_jobs": ("jobs", "Spark jobs run"),
+    "spark_stages": ("stages", "stages of the heaviest side (reduce stages if any shuffle)"),
+    "spark_tasks": ("tasks", "Spark tasks run"),
+    "shuffle_read_bytes": ("bytes", "bytes read by every shuffle of the run"),
+    "shuffle_write_bytes": ("bytes", "bytes written by every shuffle of the run"),
+    "input_records": ("records", "records read by all tasks"),
+    "rows_produced": ("rows", "rows produced by all tasks"),
+    "max_task_records": ("records", "records in + rows out of the busiest task of the heaviest "
+                         "stage"),
+    "mean_task_records": ("records", "the same, averaged over that stage's tasks"),
+    "task_imbalance": ("max/mean", "max over mean records per task in the heaviest stage"),
+    "stage_union_parts": ("parts", "inputs unioned in the heaviest stage"),
+    "largest_part_task_imbalance": ("max/mean", "task imbalance of that stage's largest part"),
+    "task_run_ms_total": ("task ms", "run time summed over all tasks (this machine)"),
+    "uncounted_seconds": ("local wall s", "driver-side preparation the paper leaves out"),
+}
+_INTEGER_UNITS = {"rows", "jobs", "stages", "tasks", "bytes", "records", "parts", "count"}
+
+
+def unit(name: str) -> str:
+    return METRICS.get(name, ("count", ""))[0]
+
+
+def meaning(name: str) -> str:
+    return METRICS.get(name, ("", "an exact count of the algorithm (see its module)"))[1]
+
+
+def format_value(name: str, value: Any) -> str:
+    """``value`` for display: integers with separators, ratios and times with fixed decimals."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if unit(name) in _INTEGER_UNITS and float(value).is_integer():
+        return f"{int(value):,}"
+    if unit(name) == "max/mean":
+        return f"{value:.2f}"
+    return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:,.0f}"
+
+
+def lines(values: dict[str, Any], explain: bool = False) -> list[str]:
+    """One line per metric: name, value, unit (and its meaning with ``explain``)."""
+    width = max((len(k) for k in values), default=0)
+    out = []
+    for k, v in values.items():
+        line = f"  {k:<{width}}  {format_value(k, v):>14} {unit(k)}"
+        out.append(f"{line:<{width + 32}}  {meaning(k)}" if explain else line)
+    return out
