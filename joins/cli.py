@@ -173,8 +173,9 @@ def cmd_run(opts: dict[str, str]) -> int:
     preset = spark_preset_or_usage_error(opts.get("spark", "local"))
     params = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
 
-    from joins.api import BatchContext, JoinSpec
+    from joins.api import BatchContext
     from joins.batch.sql_conf import sql_conf
+    from joins.keys import run_on_keys
     from runtime.cost_model import load_calibration, modeled_makespan
     from runtime.progress import StageProgress
     from runtime.spark_metrics import TaskMetricsCapture
@@ -187,7 +188,7 @@ def cmd_run(opts: dict[str, str]) -> int:
                        memory_budget_bytes=budget, record_bytes=record_bytes, params=params)
     t0 = time.perf_counter()
     with TaskMetricsCapture(spark) as cap, StageProgress(spark):
-        result = algo.load()(ctx, left, right, JoinSpec(on=on, how=how))
+        result = run_on_keys(algo.load(), ctx, left, right, on, how)
         with sql_conf(spark, result.sql_conf):
             result.output.write.mode("overwrite" if replace else "errorifexists").parquet(str(out))
     wall = time.perf_counter() - t0

@@ -26,13 +26,25 @@ def parquet_schema(path: str) -> Any:
 
 
 def check_key(schemas: dict[str, Any], on: str) -> None:
-    types = {}
-    for side, schema in schemas.items():
-        if on not in schema.names:
-            raise CliError(f"key column {on!r} is not in {side} (columns: {', '.join(schema.names)})")
-        types[side] = schema.field(on).type
-    if len(set(map(str, types.values()))) > 1:
-        raise CliError("key column types differ: " + ", ".join(f"{s}: {t}" for s, t in types.items()))
+    """``on=`` (``k``, ``a,b``, ``left_col=right_col``; :func:`joins.keys.parse_on`) names
+    columns of both sides (the first and second schema) of the same types, pair by pair."""
+    from joins.keys import KeySpecError, parse_on
+
+    try:
+        keys = parse_on(on)
+    except KeySpecError as exc:
+        raise CliError(str(exc)) from None
+    (lside, lschema), (rside, rschema) = schemas.items()
+    for side, schema, cols in ((lside, lschema, keys.left), (rside, rschema, keys.right)):
+        for c in cols:
+            if c not in schema.names:
+                raise CliError(f"key column {c!r} is not in {side} "
+                               f"(columns: {', '.join(schema.names)})")
+    for a, b in keys.pairs():
+        ta, tb = lschema.field(a).type, rschema.field(b).type
+        if str(ta) != str(tb):
+            what = f"{a!r}" if a == b else f"{a!r} and {b!r}"
+            raise CliError(f"key column types differ for {what}: {lside}: {ta}, {rside}: {tb}")
 
 
 def spark_preset_or_usage_error(name: str) -> dict[str, Any]:

@@ -57,8 +57,9 @@ def compare_batch(spark, algorithms: list, left: str, right: str, *, on: str, ho
                   scratch: Path | None = None, log=print) -> Comparison:
     """Run each of ``algorithms`` (:class:`joins.registry.Algorithm`, batch) on the Parquet
     inputs; ``params[name]`` are that algorithm's parameters."""
-    from joins.api import BatchContext, JoinSpec, consume_output
+    from joins.api import BatchContext, consume_output
     from joins.batch.sql_conf import sql_conf
+    from joins.keys import run_on_keys
     from runtime.cost_model import load_calibration, modeled_makespan
     from runtime.progress import StageProgress
     from runtime.spark_metrics import TaskMetricsCapture
@@ -70,10 +71,9 @@ def compare_batch(spark, algorithms: list, left: str, right: str, *, on: str, ho
         log(f"[{i}/{len(algorithms)}] {algo.name} ...")
         ctx = BatchContext(spark, executors=executors, partitions=partitions, seed=seed,
                            params=dict((params or {}).get(algo.name, {})))
-        spec = JoinSpec(on=on, how=how)
         t0 = time.perf_counter()
         with TaskMetricsCapture(spark) as cap, StageProgress(spark, label=f"{algo.name}: "):
-            result = algo.load()(ctx, lhs, rhs, spec)
+            result = run_on_keys(algo.load(), ctx, lhs, rhs, on, how)
             with sql_conf(spark, result.sql_conf):
                 n_rows, _ = consume_output(result.output)
         wall = time.perf_counter() - t0

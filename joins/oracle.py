@@ -29,9 +29,17 @@ def _relation_sql(con: duckdb.DuckDBPyConnection, name: str, data: pd.DataFrame 
 
 
 def _condition(on: str, band: float | None) -> str:
+    """``on`` as the CLIs take it (``k``, ``a,b``, ``left_col=right_col``): every pair equal
+    (a null in any key column matches nothing), or one pair within ``band``."""
+    from joins.keys import parse_on
+
+    pairs = parse_on(on).pairs()
     if band is None:
-        return f"l.{on} = r.{on}"
-    return f"abs(l.{on} - r.{on}) <= {band}"
+        return " AND ".join(f'l."{a}" = r."{b}"' for a, b in pairs)
+    if len(pairs) != 1:
+        raise ValueError(f"a band join takes one key column, got on={on!r}")
+    (a, b), = pairs
+    return f'abs(l."{a}" - r."{b}") <= {band}'
 
 
 def _join(left, right, on: str, how: str, band: float | None):

@@ -134,8 +134,11 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         spark.sparkContext.setCheckpointDir(str(checkpoint_dir))
         inputs_ckpt = spark.sparkContext.getCheckpointDir()
     try:
-        rels = [source.load(spark, d, list(graph.slots[i]), names[i], time, reliable)
+        rels = [source.load(spark, d, graph.columns(i), names[i], time, reliable)
                 for i, d in enumerate(data)]
+        if graph.composite and band is not None:
+            raise ValueError("a band join takes one key column, not a composite key")
+        source.add_composite_keys(rels, graph)
         stream = source.build_stream(rels, order=order, seed=seed, k=k, band=band,
                                      order_params=order_params, graph=graph)
         extra = {"graph": graph} if "graph" in signature_params(factory) else {}

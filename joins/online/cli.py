@@ -1,13 +1,16 @@
 """``python -m joins stream key=value ...``: run an online operator on the user's Parquet files.
 
-    python -m joins stream operator=dynamic r=R.parquet s=S.parquet on=key joiners=16 \\
+    python -m joins stream operator=dynamic r=R.parquet s=S.parquet on=key|a,b|x=y joiners=16 \\
         order=random|fluct k=4 [band=W] [controller=exact|sampled] out=OUT.parquet \\
         [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk|evict] \\
         [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)] \\
         [time=COLUMN [tick=T] [window=W]] [rescale=AT:UNITS[,AT:UNITS...]] [force=true] \\
         [checkpoint_every=10] [checkpoint_dir=FOLDER]
     python -m joins stream operator=mjoin inputs=A=a.parquet,B=b.parquet,C=c.parquet \\
-        on=k|A.x=B.x,B.y=C.y joiners=4 out=OUT.parquet ...
+        on=k|a,b|A.x=B.x,B.y=C.y joiners=4 out=OUT.parquet ...
+
+on= is one column every input has, a composite key (a,b: columns every input has; x=y,a=b: R's
+and S's columns pair by pair; a null in any part matches nothing), or edges between inputs.
 
 Bad input (missing file or column, key types that differ, a band on non-numeric keys, unknown
 operator or order, J < 1, a parameter the operator or the order rejects, an unknown parameter,
@@ -166,12 +169,23 @@ def _check_graph(schemas: dict, graph, band: float | None, time: str | None) -> 
         return "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
 
     names = graph.names
-    for i, cols in enumerate(graph.slots):
-        for c in cols + ((time,) if time else ()):
+    for i in range(len(names)):
+        for c in graph.columns(i) + ([time] if time else []):
             if c not in schemas[names[i]].names:
                 raise UsageError(f"{names[i]} has no column {c!r}; columns: "
                                  f"{schemas[names[i]].names}")
-    for a, sa, b, sb in graph.edges:
+    if graph.composite:
+        if band is not None:
+            raise UsageError("a band join takes one key column, not a composite key")
+        for j, first in enumerate(graph.composite[0]):
+            ta = schemas[names[0]].field(first).type
+            for i in range(1, len(names)):
+                other = graph.composite[i][j]
+                tb = schemas[names[i]].field(other).type
+                if kind(ta) != kind(tb) and not (pa.types.is_null(ta) or pa.types.is_null(tb)):
+                    raise UsageError(f"{names[0]}.{first} ({ta}) and {names[i]}.{other} ({tb}) "
+                                     "have different key types")
+    for a, sa, b, sb in ([] if graph.composite else graph.edges):
         ta = schemas[names[a]].field(graph.slots[a][sa]).type
         tb = schemas[names[b]].field(graph.slots[b][sb]).type
         if kind(ta) != kind(tb) and not (pa.types.is_null(ta) or pa.types.is_null(tb)):
@@ -289,7 +303,7 @@ def validate(args: dict) -> dict:
         if op == "shj":
             raise UsageError("shj is an equi-join operator; drop band= or pick a grid operator")
     time = args.get("time") or None
-    if "inputs" not in args and graph.shared:  # the batch CLI's messages for r= and s=
+    if "inputs" not in args and graph.shared and "." not in on:  # the batch CLI's messages
         check_key({"r": schemas["R"], "s": schemas["S"]}, on)
     _check_graph(schemas, graph, band, time)
     tick, window = _positive(args, "tick", True), _positive(args, "window", False)

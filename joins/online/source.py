@@ -175,16 +175,37 @@ class JoinGraph:
     names: tuple[str, ...]
     slots: tuple[tuple[str, ...], ...]
     edges: tuple[tuple[int, int, int, int], ...]
+    # a composite key (``on=a,b`` or ``on=x=y,a=b``): input i's key columns, which
+    # :func:`add_composite_keys` folds into its one slot, COMPOSITE_KEY
+    composite: tuple[tuple[str, ...], ...] | None = None
 
     @property
     def shared(self) -> bool:
         """Every input joins on one column (each has one slot and the edges connect them)."""
         return all(len(s) == 1 for s in self.slots)
 
+    def columns(self, i: int) -> list[str]:
+        """The columns input i is read with (a composite key's parts, else its slots)."""
+        return list(self.composite[i] if self.composite else self.slots[i])
+
     @classmethod
     def parse(cls, names: list[str], on: str | list) -> JoinGraph:
-        """``on``: one column shared by all inputs, or edges "A.x=B.y" (a list or a
-        comma-separated string)."""
+        """``on``: one column shared by all inputs, a composite key (``a,b``: the same columns
+        in every input; ``x=y,a=b``: two inputs' columns pair by pair, as the batch CLI takes
+        it), or edges "A.x=B.y" (a list or a comma-separated string)."""
+        if isinstance(on, str) and "." not in on and ("," in on or "=" in on):
+            from joins.keys import KeySpecError, parse_on
+
+            try:
+                keys = parse_on(on)
+            except KeySpecError as e:
+                raise SourceError(str(e)) from None
+            if keys.left != keys.right and len(names) != 2:
+                raise SourceError(f"on={on!r} pairs two inputs' columns; with {len(names)} "
+                                  "inputs name shared columns (on=a,b) or edges (A.x=B.y)")
+            parts = (keys.left, *([keys.right] * (len(names) - 1)))
+            chain = cls.parse(names, COMPOSITE_KEY)
+            return cls(chain.names, chain.slots, chain.edges, composite=parts)
         if isinstance(on, str) and "=" not in on:
             # A.k = B.k = C.k: a chain in the order of the inputs (for equality every pair is
             # equal; with a band, consecutive inputs are within it, as the edges say)
@@ -230,6 +251,33 @@ class JoinGraph:
         lost = [self.names[i] for i in range(len(self.names)) if i not in seen]
         if lost:
             raise SourceError(f"the join edges do not connect {', '.join(lost)} to the others")
+
+
+COMPOSITE_KEY = "__join_key"
+
+
+def add_composite_keys(rels: list[Relation], graph: JoinGraph) -> None:
+    """Give each input its composite key column (:attr:`JoinGraph.composite`): one code per
+    distinct tuple of key values over all inputs, NaN when any part is null (a null matches
+    nothing, as in SQL). Each part is first made comparable across inputs exactly
+    (:func:`to_float_keys`), then the tuples are factorised jointly."""
+    if not graph.composite:
+        return
+    width = len(graph.composite[0])
+    parts = [to_float_keys(*(r.col(graph.composite[i][j]) for i, r in enumerate(rels)))
+             for j in range(width)]
+    sizes = [len(r) for r in rels]
+    cols = [np.concatenate([parts[j][i] for i in range(len(rels))]) for j in range(width)]
+    null = np.zeros(sum(sizes), bool)
+    for c in cols:
+        null |= np.isnan(c)
+    codes, _ = pd.MultiIndex.from_arrays(cols).factorize()
+    codes = np.where(null, np.nan, codes.astype(np.float64))
+    bounds = np.cumsum([0, *sizes])
+    for i, r in enumerate(rels):
+        mine = codes[bounds[i]:bounds[i + 1]]
+        r.columns = {**(r.columns or {}), COMPOSITE_KEY: mine}
+        r.raw_key = mine
 
 
 def _classes(graph: JoinGraph) -> dict[tuple[int, int], int]:

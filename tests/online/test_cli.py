@@ -162,7 +162,7 @@ def test_checkpoint_dir_is_checked_before_spark(files, capsys):
 
 @pytest.mark.usefixtures("no_spark")
 @pytest.mark.parametrize(("r", "s", "extra", "message"), [
-    ("R", "Sstr", [], "key column types differ: r: int64, s: string"),
+    ("R", "Sstr", [], "key column types differ for 'key': r: int64, s: string"),
     ("Rstr", "Sstr", ["band=1"], "a band join needs numeric keys; 'key' is string"),
 ])
 def test_bad_key_types_exit_2(files, capsys, r, s, extra, message):
