@@ -28,8 +28,32 @@ METRICS: dict[str, tuple[str, str]] = {
     "largest_part_task_imbalance": ("max/mean", "task imbalance of that stage's largest part"),
     "task_run_ms_total": ("task ms", "run time summed over all tasks (this machine)"),
     "uncounted_seconds": ("local wall s", "driver-side preparation the paper leaves out"),
+    # online runs (python -m joins stream)
+    "tuples": ("tuples", "tuples streamed, all inputs"),
+    "r_tuples": ("tuples", "tuples of R (the first input)"),
+    "s_tuples": ("tuples", "tuples of S (the other inputs)"),
+    "outputs": ("rows", "result rows produced, every phase"),
+    "batches": ("micro-batches", "micro-batches (Spark steps carry one or more)"),
+    "modeled_time": ("modeled s", "per micro-batch a fixed cost plus the slowest worker's "
+                     "calibrated cost of its exact counts, summed (not this machine's time)"),
+    "modeled_fixed_per_batch": ("modeled s", "of modeled_time: the calibrated fixed cost per "
+                                "micro-batch (scheduling a Spark step) x micro-batches"),
+    "mean_latency_modeled": ("modeled s", "mean over tuples of their micro-batch's modeled cost"),
+    "local_wall_time": ("local wall s", "this machine's wall clock for the run"),
+    "max_ilf": ("tuples", "ILF: most tuples stored on one worker at any point"),
+    "final_max_ilf": ("tuples", "most tuples stored on one worker at the end"),
+    "final_avg_ilf": ("tuples", "mean tuples stored per worker at the end"),
+    "final_total_stored": ("tuples", "tuples stored over all workers at the end"),
+    "ilf_opt_final": ("tuples", "the optimal mapping's ILF for the final sizes (ILF*)"),
+    "ilf_ratio_max": ("ILF/ILF*", "largest ILF over ILF* after the warm-up"),
+    "ilf_ratio_final": ("ILF/ILF*", "ILF over ILF* at the end"),
+    "migrations": ("count", "state migrations (layout changes that moved state)"),
+    "migrated_tuples": ("tuples", "tuples moved between workers by migrations"),
+    "spilled": ("tuples", "tuples spilled beyond the memory budget"),
+    "reliable_checkpoints": ("count", "checkpoints written to checkpoint_dir="),
 }
-_INTEGER_UNITS = {"rows", "jobs", "stages", "tasks", "bytes", "records", "parts", "count"}
+_INTEGER_UNITS = {"rows", "jobs", "stages", "tasks", "bytes", "records", "parts", "count",
+                  "tuples", "micro-batches"}
 
 
 def unit(name: str) -> str:
@@ -48,7 +72,7 @@ def format_value(name: str, value: Any) -> str:
         return str(value)
     if unit(name) in _INTEGER_UNITS and float(value).is_integer():
         return f"{int(value):,}"
-    if unit(name) == "max/mean":
+    if unit(name) in ("max/mean", "ILF/ILF*"):
         return f"{value:.2f}"
     return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:,.0f}"
 

@@ -47,7 +47,7 @@ USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
            "metrics", "batch_size", "budget", "spill", "seed", "partitions", "spark",
            "progress", "checkpoint_every", "migration_rate", "inputs", "time", "tick", "window",
-           "rescale", "force", "checkpoint_dir"}
+           "rescale", "force", "checkpoint_dir", "explain"}
 
 
 class UsageError(CliError):
@@ -365,7 +365,33 @@ def _print_batches(metrics) -> None:
         max_stored=("r_stored", lambda x: int((x + metrics.loc[x.index, "s_stored"]).max())),
         migrated=("migrated", "sum"), modeled_cost=("modeled_cost", "max"),
         wall_s=("batch_wall_seconds", "first"))
-    print(g.to_string())
+    print(g.to_string(float_format=lambda v: f"{v:.4g}"))
+
+
+# the run's settings, printed on one line; the rest of the summary are results with units
+SETTINGS = ("operator", "on", "joiners", "partitions", "inputs", "program", "order", "k",
+            "seed", "controller", "batch_size", "tick", "window", "band", "spill",
+            "memory_budget_tuples", "final_mapping", "status")
+# kept in the summary for the figures, but not printed: the same number under another name
+# (ilf_final is final_avg_ilf; migration_planned equals migrated_tuples, checked by the run)
+# or internals (the cost model's constants, the calibration's internal id)
+HIDDEN = ("cost_model", "calibration_id", "ilf_final", "migration_planned", "ilf_ratio_from_tuple")
+
+
+def _print_summary(summary: dict, calibration: str, explain: bool = False) -> None:
+    from joins.summary import lines
+
+    shown = {k: v for k, v in summary.items() if v is not None and k not in HIDDEN}
+    settings = [f"{k}={v}" for k, v in shown.items() if k in SETTINGS]
+    print("run: " + " ".join(settings))
+    results = {k: v for k, v in shown.items() if k not in SETTINGS}
+    fixed = summary.get("cost_model", {}).get("fixed_per_batch", 0.0) * summary.get("batches", 0)
+    if fixed and "modeled_time" in results:  # the engine's per-micro-batch constant, apart
+        at = list(results).index("modeled_time") + 1
+        items = list(results.items())
+        results = dict([*items[:at], ("modeled_fixed_per_batch", fixed), *items[at:]])
+    print("\n".join(lines(results, explain)))
+    print(f"  calibration {calibration} (modeled times; explain=true gives each line's meaning)")
 
 
 def main(argv: list[str]) -> int:
@@ -395,10 +421,7 @@ def main(argv: list[str]) -> int:
         mark_output_folder(args["out"], "python -m joins stream", operator=args["operator"],
                            on=opts["on"], **paths)
     _print_batches(res.metrics)
-    print(f"calibration: {calibration}")
-    for k, v in res.summary.items():
-        if k != "cost_model":
-            print(f"{k}: {v}")
+    _print_summary(res.summary, calibration, explain=_typed(args, "explain", bool, False))
     if "metrics" in args:
         Path(args["metrics"]).parent.mkdir(parents=True, exist_ok=True)
         write_marked_parquet(res.metrics.assign(calibration=calibration,

@@ -285,3 +285,18 @@ def oracle_join_ab(frames):
     from joins.oracle import oracle_join
 
     return oracle_join(frames["A"], frames["B"], "k")
+
+
+def test_the_summary_is_readable_without_duplicates(capsys):
+    from joins.online.cli import _print_summary
+
+    _print_summary({"operator": "shj", "joiners": 4, "outputs": 91600, "batches": 7,
+                    "modeled_time": 0.874, "final_avg_ilf": 3.0, "ilf_final": 3.0,
+                    "calibration_id": "internal", "cost_model": {"fixed_per_batch": 0.124},
+                    "window": None}, "c7e14bd15b")
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "run: operator=shj joiners=4"
+    assert "91,600 rows" in out and "9.16e+04" not in out
+    assert "modeled_fixed_per_batch" in out and "0.868 modeled s" in out
+    assert "ilf_final" not in out and "internal" not in out and "window" not in out
+    assert out.count("c7e14bd15b") == 1
