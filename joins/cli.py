@@ -4,6 +4,8 @@
     python -m joins describe ALGORITHM
     python -m joins compare algorithms=a,b,c left=A.parquet right=B.parquet on=key how=inner \
         [executors=E] [partitions=P] [check=true] [out=FOLDER] [spark=local] [param.<name>=value]
+    python -m joins compare operators=shj,dynamic r=R.parquet s=S.parquet on=key joiners=16 \
+        [batch_size=N] [order=random] [seed=0] [check=true] [out=FOLDER] [param.<name>=value]
     python -m joins run algorithm=am_join left=A.parquet right=B.parquet on=key how=left \
         out=OUT.parquet [executors=E] [partitions=P] [spark=local] [param.<name>=value] \
         [force=true]
@@ -216,13 +218,118 @@ def cmd_run(opts: dict[str, str]) -> int:
 COMPARE_USAGE = ("usage: python -m joins compare algorithms=a,b,c left=A.parquet right=B.parquet "
                  "on=key how=inner|left|right|full [executors=4] [partitions=3*executors] "
                  "[seed=0] [check=true] [out=FOLDER] [spark=local] [force=true] "
-                 "[param.<name>=value: given to each algorithm that reads it]")
+                 "[param.<name>=value: given to each algorithm that reads it]\n"
+                 "       python -m joins compare operators=a,b r=R.parquet s=S.parquet on=key "
+                 "joiners=J [batch_size=50000] [order=random] [seed=0] [check=true] "
+                 "[out=FOLDER] [spark=local] [force=true] [param.<name>=value]")
+
+
+def _compare_params(algos: list, given: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``param.<name>`` for each algorithm that reads it; a name none reads is an error."""
+    from joins.cli_checks import algorithm_params
+
+    reads = {a.name: set(algorithm_params(a)) for a in algos}
+    for name in given:
+        if not any(name in r for r in reads.values()):
+            valid = sorted(set().union(*reads.values()))
+            guess = closest(name, valid)
+            raise CliError(f"no algorithm of {', '.join(reads)} reads param.{name}"
+                           f"{f'; did you mean param.{guess}?' if guess else ''}")
+    return {a: {k: v for k, v in given.items() if k in r} for a, r in reads.items()}
+
+
+def _compare_names(opts: dict[str, str], option: str, kind: str) -> list:
+    names = [n.strip() for n in opts[option].split(",") if n.strip()]
+    if len(names) != len(set(names)) or not names:
+        raise CliError(f"{option}= needs distinct names, got {opts[option]!r}")
+    try:
+        return [get(n, kind=kind) for n in names]
+    except UnknownAlgorithm as exc:
+        raise CliError(str(exc)) from None
+
+
+def _compare_out(opts: dict[str, str], inputs: dict[str, str]):
+    if "out" not in opts:
+        return None
+    out = output_path("out", opts["out"])
+    check_output_folder(out, force=flag_option(opts, "force"))
+    check_distinct({"out": opts["out"]}, inputs)
+    return out
+
+
+def _write_comparison(cmp, out, **info: Any) -> None:
+    from joins.compare import draw
+
+    if out.exists():  # force=true on an output this tool wrote
+        import shutil
+
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    cmp.table.assign(calibration_id=cmp.calibration_id).to_csv(out / "compare.csv", index=False)
+    draw(cmp, out / "compare.png")
+    mark_output_folder(out, "python -m joins compare", **info)
+    print(f"table and chart -> {out}/compare.csv, {out}/compare.png")
+
+
+def cmd_compare_stream(opts: dict[str, str]) -> int:
+    """Several online operators on the same stream, one table (and a chart with out=)."""
+    required = ("operators", "r", "s", "joiners")
+    known = set(required) | {"on", "batch_size", "order", "seed", "spark", "check", "out",
+                             "force"}
+    unknown = [k for k in opts if k not in known and not k.startswith("param.")]
+    if unknown:
+        guess = closest(unknown[0], known)
+        raise CliError(f"unknown option(s) {', '.join(unknown)}"
+                       f"{f'; did you mean {guess}?' if guess else ''} (python -m joins compare --help)")
+    missing = [k for k in required if k not in opts]
+    if missing:
+        raise CliError(f"missing {', '.join(missing)} (python -m joins compare --help)")
+    algos = _compare_names(opts, "operators", "online")
+    given = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
+    params = _compare_params(algos, given)
+    on = opts.get("on", "key")
+    check_key({"r": parquet_schema(opts["r"]), "s": parquet_schema(opts["s"])}, on)
+    out = _compare_out(opts, {"r": opts["r"], "s": opts["s"]})
+    joiners = number_option(opts, "joiners", int, None, minimum=1)
+    batch_size = number_option(opts, "batch_size", int, 50_000, minimum=1)
+    seed = number_option(opts, "seed", int, 0, minimum=0)
+    order = opts.get("order", "random")
+    from datagen.orders import names as order_names
+
+    if order not in order_names():
+        raise CliError(f"unknown order {order!r}; valid: {', '.join(order_names())}")
+    check = flag_option(opts, "check")
+    preset = spark_preset_or_usage_error(opts.get("spark", "local"))
+
+    from joins.compare import compare_stream, format_table
+    from runtime.spark_session import get_spark
+
+    spark = get_spark(**preset)
+    rows, errors, first = [], {}, None
+    for algo in algos:  # one operator at a time: each takes its own parameters
+        cmp = compare_stream(spark, [algo.name], opts["r"], opts["s"], on=on, joiners=joiners,
+                             check=check, batch_size=batch_size, seed=seed, order=order,
+                             **params[algo.name])
+        first = first or cmp
+        rows.append(cmp.table)
+        errors.update(cmp.errors)
+    import pandas as pd
+
+    first.table, first.errors = pd.concat(rows, ignore_index=True), errors
+    print()
+    print(format_table(first))
+    if out is not None:
+        _write_comparison(first, out, operators=[a.name for a in algos], on=on, r=opts["r"],
+                          s=opts["s"], params=params)
+    for name, err in errors.items():
+        print(f"error: {name}: output {err}", file=sys.stderr)
+    return 1 if errors else 0
 
 
 def cmd_compare(opts: dict[str, str]) -> int:
     """Several batch algorithms on the same inputs, one table (and a chart with out=)."""
-    from joins.cli_checks import algorithm_params
-
+    if "operators" in opts:
+        return cmd_compare_stream(opts)
     required = ("algorithms", "left", "right")
     known = set(required) | {"on", "how", "executors", "partitions", "spark", "seed", "check",
                              "out", "force"}
@@ -230,43 +337,27 @@ def cmd_compare(opts: dict[str, str]) -> int:
     if unknown:
         guess = closest(unknown[0], known)
         raise CliError(f"unknown option(s) {', '.join(unknown)}"
-                       f"{f'; did you mean {guess}?' if guess else ''} ({COMPARE_USAGE})")
+                       f"{f'; did you mean {guess}?' if guess else ''} (python -m joins compare --help)")
     missing = [k for k in required if k not in opts]
     if missing:
-        raise CliError(f"missing {', '.join(missing)} ({COMPARE_USAGE})")
-    names = [n.strip() for n in opts["algorithms"].split(",") if n.strip()]
-    if len(names) != len(set(names)) or not names:
-        raise CliError(f"algorithms= needs distinct names, got {opts['algorithms']!r}")
-    try:
-        algos = [get(n, kind="batch") for n in names]
-    except UnknownAlgorithm as exc:
-        raise CliError(str(exc)) from None
+        raise CliError(f"missing {', '.join(missing)} (python -m joins compare --help)")
+    algos = _compare_names(opts, "algorithms", "batch")
+    names = [a.name for a in algos]
     how, on = opts.get("how", "inner"), opts.get("on", "key")
     cannot = [a.name for a in algos if how not in a.join_types]
     if cannot:
         raise CliError(f"{', '.join(cannot)} cannot do {how!r} joins")
     given = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
-    reads = {a.name: set(algorithm_params(a)) for a in algos}
-    for name in given:
-        if not any(name in r for r in reads.values()):
-            valid = sorted(set().union(*reads.values()))
-            guess = closest(name, valid)
-            raise CliError(f"no algorithm of {', '.join(names)} reads param.{name}"
-                           f"{f'; did you mean param.{guess}?' if guess else ''}")
-    params = {a: {k: v for k, v in given.items() if k in r} for a, r in reads.items()}
+    params = _compare_params(algos, given)
     check_key({"left": parquet_schema(opts["left"]), "right": parquet_schema(opts["right"])}, on)
-    out = None
-    if "out" in opts:
-        out = output_path("out", opts["out"])
-        check_output_folder(out, force=flag_option(opts, "force"))
-        check_distinct({"out": opts["out"]}, {"left": opts["left"], "right": opts["right"]})
+    out = _compare_out(opts, {"left": opts["left"], "right": opts["right"]})
     executors = number_option(opts, "executors", int, 4, minimum=1)
     partitions = number_option(opts, "partitions", int, 3 * executors, minimum=1)
     seed = number_option(opts, "seed", int, 0, minimum=0)
     check = flag_option(opts, "check")
     preset = spark_preset_or_usage_error(opts.get("spark", "local"))
 
-    from joins.compare import compare_batch, draw, format_table
+    from joins.compare import compare_batch, format_table
     from runtime.spark_session import get_spark
 
     spark = get_spark(**preset)
@@ -276,17 +367,8 @@ def cmd_compare(opts: dict[str, str]) -> int:
     print()
     print(format_table(cmp))
     if out is not None:
-        if out.exists():  # force=true on an output this tool wrote
-            import shutil
-
-            shutil.rmtree(out)
-        out.mkdir(parents=True)
-        cmp.table.assign(calibration_id=cmp.calibration_id, executors=executors).to_csv(
-            out / "compare.csv", index=False)
-        draw(cmp, out / "compare.png")
-        mark_output_folder(out, "python -m joins compare", algorithms=names, how=how, on=on,
-                           left=opts["left"], right=opts["right"], params=params)
-        print(f"table and chart -> {out}/compare.csv, {out}/compare.png")
+        _write_comparison(cmp, out, algorithms=names, how=how, on=on, left=opts["left"],
+                          right=opts["right"], params=params)
     if cmp.errors:
         for name, err in cmp.errors.items():
             print(f"error: {name}: output {err}", file=sys.stderr)

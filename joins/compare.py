@@ -29,15 +29,19 @@ class Comparison:
 
     table: pd.DataFrame
     calibration_id: str
-    executors: int
+    executors: int  # modeled executors (batch) or joiners (online)
     checked: bool
     errors: dict[str, str] = field(default_factory=dict)
+    columns: tuple[str, ...] = COLUMNS
+    time_columns: tuple[str, str] = ("modeled_s", "wall_s")
+    workers: str = "executors"
 
 
 def multiset_mismatch(output: str | Path, left: str | Path, right: str | Path, on: str,
                       how: str) -> tuple[int, int]:
     """(rows DuckDB's join has that ``output`` lacks, rows ``output`` has in excess), counted
-    with multiplicity (EXCEPT ALL, where nulls compare equal) on the output's columns."""
+    with multiplicity (EXCEPT ALL, where nulls compare equal) on the oracle's columns (an
+    output's own extra columns, e.g. the online engine's ``phase``, are not compared)."""
     from joins.oracle import oracle_join_sql
 
     con, select = oracle_join_sql(left, right, on, how)
@@ -115,8 +119,8 @@ def format_table(cmp: Comparison) -> str:
     """The table as text: integers with thousands separators, every column with its unit."""
     from joins.summary import format_value, meaning, unit
 
-    names = ["algorithm", *COLUMNS] + (["exact"] if cmp.checked else [])
-    head = [f"{n} ({unit(n)})" if n in COLUMNS else n for n in names]
+    names = ["algorithm", *cmp.columns] + (["exact"] if cmp.checked else [])
+    head = [f"{n} ({unit(n)})" if n in cmp.columns else n for n in names]
 
     def cell(name: str, v: Any) -> str:
         if name == "exact":
@@ -128,10 +132,11 @@ def format_table(cmp: Comparison) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
                         enumerate(zip(b, widths, strict=True))) for b in body]
-    legend = [f"  {c}: {meaning(c)}" for c in COLUMNS]
-    return "\n".join([*lines, "", f"modeled on {cmp.executors} executors (this feeds the time "
-                      "model only; it does not change how many Spark executors run), "
-                      f"calibration {cmp.calibration_id}", *legend])
+    legend = [f"  {c}: {meaning(c)}" for c in cmp.columns]
+    where = (f"modeled on {cmp.executors} executors (this feeds the time model only; it does "
+             "not change how many Spark executors run)" if cmp.workers == "executors" else
+             f"{cmp.executors} joiners (logical workers on the session's executors)")
+    return "\n".join([*lines, "", f"{where}, calibration {cmp.calibration_id}", *legend])
 
 
 def draw(cmp: Comparison, path: Path) -> None:
@@ -143,8 +148,9 @@ def draw(cmp: Comparison, path: Path) -> None:
 
     t = cmp.table
     fig, axes = plt.subplots(1, 2, figsize=(max(6, 1.2 * len(t) + 3), 3.6))
-    for ax, col, label in ((axes[0], "modeled_s", f"modeled time on {cmp.executors} executors (s)"),
-                           (axes[1], "wall_s", "local wall time, this machine (s)")):
+    modeled, wall = cmp.time_columns
+    for ax, col, label in ((axes[0], modeled, f"modeled time, {cmp.executors} {cmp.workers} (s)"),
+                           (axes[1], wall, "local wall time, this machine (s)")):
         ax.bar(t["algorithm"], t[col], color="#4472a8")
         ax.set_ylabel(label)
         ax.tick_params(axis="x", rotation=30)
@@ -154,3 +160,46 @@ def draw(cmp: Comparison, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# the online table's columns (units and meanings: joins.summary.METRICS)
+STREAM_COLUMNS = ("modeled_time", "local_wall_time", "outputs", "batches", "max_ilf",
+                  "migrated_tuples", "spilled")
+
+
+def compare_stream(spark, operators: list[str], r: str, s: str, *, on: str, joiners: int,
+                   check: bool = False, scratch: Path | None = None, log=print,
+                   **stream_kw) -> Comparison:
+    """Run each online operator on the same stream (same order, seed and micro-batches,
+    ``stream_kw`` for :func:`joins.online.run_stream`); with ``check`` each result written
+    to Parquet is compared with DuckDB's join as a multiset."""
+    from joins.calibrated import cost_model
+    from joins.online import run_stream
+    from runtime.cost_model import load_calibration
+    from runtime.paths import SCRATCH
+
+    calibration = load_calibration()
+    cost = cost_model(calibration)
+    rows, errors = [], {}
+    for i, op in enumerate(operators, 1):
+        log(f"[{i}/{len(operators)}] {op} ...")
+        folder = (scratch or SCRATCH / "compare") / f"stream-{uuid.uuid4().hex[:12]}"
+        try:
+            res = run_stream(spark, r, s, operator=op, joiners=joiners, on=on, cost=cost,
+                             output=folder if check else None, progress=False, **stream_kw)
+            row = {"algorithm": op, **{c: res.summary.get(c, 0) for c in STREAM_COLUMNS}}
+            if check:
+                missing, extra = multiset_mismatch(folder, r, s, on, "inner")
+                row["exact"] = not (missing or extra)
+                if not row["exact"]:
+                    errors[op] = (f"differs from DuckDB: {missing:,} rows missing, "
+                                  f"{extra:,} in excess")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        rows.append(row)
+        log(f"      {row['modeled_time']:.3f} modeled s, {row['local_wall_time']:.1f} s here, "
+            f"{row['outputs']:,} rows" + (f", {'exact' if row['exact'] else errors[op]}"
+                                          if check else ""))
+    return Comparison(pd.DataFrame(rows), calibration.id, joiners, check, errors,
+                      columns=STREAM_COLUMNS, time_columns=("modeled_time", "local_wall_time"),
+                      workers="joiners")

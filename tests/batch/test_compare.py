@@ -91,3 +91,35 @@ def test_the_table_prints_counts_as_integers_with_units():
     assert "output_rows (rows)" in head and "modeled_s (modeled s)" in head
     assert "91,600" in row and "1,500,000" in row and "9.16e+04" not in text
     assert row.split()[-1] == "yes" and "does not change how many Spark executors run" in text
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("operators=shj,dynamc", "joiners=4"), "unknown online algorithm 'dynamc'"),
+    (("operators=shj", "joiners=0"), "joiners must be an integer >= 1"),
+    (("operators=shj,dynamic", "joiners=4", "param.esp=2"),
+     "no algorithm of shj, dynamic reads param.esp; did you mean param.eps?"),
+    (("operators=shj", "joiners=4", "order=sorted"), "unknown order 'sorted'"),
+    (("operators=shj",), "missing joiners"),
+])
+def test_bad_stream_comparisons_are_one_line_before_spark(files, capsys, extra, message):  # noqa: F811
+    argv = ["compare", f"r={files / 'A.parquet'}", f"s={files / 'B.parquet'}", *extra]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.spark
+def test_compare_stream_checks_each_operator(spark, tmp_path):
+    from joins.compare import compare_stream
+
+    left = pd.DataFrame({"key": [1] * 40 + [2, 3, None] * 5, "a": range(55)})
+    right = pd.DataFrame({"key": [1] * 30 + [3, None] * 5, "b": range(40)})
+    left.to_parquet(tmp_path / "R.parquet")
+    right.to_parquet(tmp_path / "S.parquet")
+    cmp = compare_stream(spark, ["shj", "dynamic"], str(tmp_path / "R.parquet"),
+                         str(tmp_path / "S.parquet"), on="key", joiners=4, check=True,
+                         scratch=tmp_path, log=lambda *_: None, batch_size=30, partitions=2)
+    t = cmp.table.set_index("algorithm")
+    assert t["exact"].all() and not cmp.errors
+    assert (t["outputs"] == len(oracle_join(left, right, "key", "inner"))).all()
+    assert "outputs (rows)" in format_table(cmp).splitlines()[0]
