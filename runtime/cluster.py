@@ -189,6 +189,10 @@ def memory_mb(text: str | int) -> int:
     return int(s)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _default_cores(workers: int) -> int:
     return max(1, (os.cpu_count() or 2) // workers)
 
@@ -321,7 +325,8 @@ def up(workers: int = 2, cores: int | None = None, memory: str = "2g", port: int
         with contextlib.suppress(OSError):
             (home / STATE).unlink()
         raise
-    say(f"Spark standalone cluster up: {url}, {workers} workers x {cores} cores x {mem_mb} MiB")
+    say(f"Spark standalone cluster up: {url}, {_count(workers, 'worker')} x "
+        f"{_count(cores, 'core')} x {mem_mb} MiB")
     say(f"master web UI: {webui}")
     say("spark=standalone uses it while $SPARK_MASTER_URL is unset; make cluster-down stops it")
     return state
@@ -372,7 +377,7 @@ def status(home: Path | None = None, say=print) -> bool:
         say(f"cluster: {'up' if full else 'half up' if live else 'down (stale record)'} "
             f"{state['master_url']}, web UI {state['webui']}, "
             f"workers alive: {alive if alive is not None else 'unknown'}/{state['workers']} "
-            f"({state['worker_cores']} cores x {state['worker_memory_mb']} MiB each)")
+            f"({_count(state['worker_cores'], 'core')} x {state['worker_memory_mb']} MiB each)")
         for d in state["daemons"]:
             say(f"  {d['name']:<10} pid {d['pid']:<8} "
                 f"{'running' if d in live else 'not running'}  log {d['log']}")
