@@ -2,7 +2,8 @@
 
 Presets come from ``conf/spark/*.yaml``. ``local`` embeds Spark in this process;
 ``local_cluster`` starts real separate executor JVMs on this machine; ``standalone``, ``yarn``
-and ``k8s`` read the master URL from an environment variable. Every session writes an
+and ``k8s`` read the master URL from an environment variable (``standalone``, with it unset, uses
+the cluster ``make cluster-up`` started: :mod:`runtime.cluster`). Every session writes an
 uncompressed, non-rolling event log that :mod:`runtime.spark_metrics` reads for per-task
 metrics while the session runs; stopping a session keeps only the newest logs and moves a
 local cluster's executor logs out of the PySpark package into ``scratch/spark-worker/``.
