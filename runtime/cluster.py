@@ -88,9 +88,22 @@ def is_ours(daemon: Mapping[str, Any], home: Path) -> bool:
     """Whether the recorded daemon still runs: same pid, same Spark class, and our marker (or,
     for the first second, the ``spark-class`` script that then becomes the JVM)."""
     cmd = _cmdline(int(daemon["pid"]))
+    if cmd == "":  # a zombie, or a process in the middle of exec: look again
+        time.sleep(0.1)
+        cmd = _cmdline(int(daemon["pid"]))
     if cmd is None or daemon["class"] not in cmd:
         return False
     return _marker(home) in cmd or "bin/spark-class " in cmd
+
+
+# the daemons this process started: while it runs, their liveness is the child's own exit status,
+# free of the moment /proc shows no command line (a process in the middle of exec)
+_children: dict[int, subprocess.Popen] = {}
+
+
+def _alive(daemon: Mapping[str, Any], home: Path) -> bool:
+    child = _children.get(int(daemon["pid"]))
+    return child.poll() is None if child is not None else is_ours(daemon, home)
 
 
 def _spark_home() -> Path:
@@ -125,25 +138,26 @@ def _launch(home: Path, name: str, cls: str, args: list[str], env: Mapping[str, 
             cwd=tempfile.gettempdir(),  # outside the checkout: nothing importable from cwd
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True)  # outlives this command; Ctrl-C here does not reach it
+    _children[proc.pid] = proc
     return {"name": name, "class": cls, "pid": proc.pid, "log": str(log)}
 
 
 def _stop(daemons: list[dict], home: Path, grace_s: float = 15.0) -> list[str]:
     """SIGTERM each recorded daemon still ours, wait, SIGKILL stragglers; the names stopped."""
-    live = [d for d in daemons if is_ours(d, home)]
+    live = [d for d in daemons if _alive(d, home)]
     for d in live:
         with contextlib.suppress(ProcessLookupError):
             os.kill(int(d["pid"]), signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and any(is_ours(d, home) for d in live):
+    while time.monotonic() < deadline and any(_alive(d, home) for d in live):
         time.sleep(0.2)
     for d in live:
-        if is_ours(d, home):
+        if _alive(d, home):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(d["pid"]), signal.SIGKILL)
-    for d in live:  # reap our own children (when the daemon was started by this process)
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(int(d["pid"]), os.WNOHANG)
+            child = _children.get(int(d["pid"]))
+            if child is not None:
+                child.wait(10)
     return [d["name"] for d in live]
 
 
@@ -336,7 +350,7 @@ def _wait_for_workers(state: dict, home: Path, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     alive = None
     while time.monotonic() < deadline:
-        dead = [d for d in state["daemons"] if not is_ours(d, home)]
+        dead = [d for d in state["daemons"] if not _alive(d, home)]
         if dead:
             raise ClusterError(f"{dead[0]['name']} exited while the cluster started\n"
                                + "\n".join(_log_tail(d) for d in dead))
@@ -434,7 +448,7 @@ def history(port: int = 18080, timeout_s: float = 120.0, home: Path | None = Non
     deadline = time.monotonic() + timeout_s
     try:
         while True:
-            if not is_ours(daemon, home):
+            if not _alive(daemon, home):
                 raise ClusterError("the history server exited while starting\n"
                                    + _log_tail(daemon))
             try:

@@ -150,8 +150,10 @@ def test_executors_see_the_project_only_through_the_zip_and_generate_the_local_b
 
 
 def _figure(standalone, tmp_path, *args: str) -> pd.DataFrame:
+    # scale=tiny's 120 s guard per point is reached on a loaded 2-core machine (seen: load 19);
+    # here the points' exactness on the cluster is tested, not their time
     proc = _cli(standalone["env"], "experiments.run", *args, "scale=tiny", "spark=standalone",
-                f"results_root={tmp_path}", "progress=false")
+                f"results_root={tmp_path}", "progress=false", "scale.point_wall_limit_s=900")
     assert proc.returncode == 0, proc.stderr[-3000:]
     fig = next(a.split("=", 1)[1] for a in args if a.startswith("figure="))
     frame = pd.read_parquet(tmp_path / fig)
