@@ -211,6 +211,16 @@ def _default_cores(workers: int) -> int:
     return max(1, (os.cpu_count() or 2) // workers)
 
 
+def _default_memory_mb(cores: int, workers: int) -> int:
+    """2 GB per core (local_cluster's executors have as much), at most half of this machine's
+    memory over all workers, at least 1 GB."""
+    try:
+        ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        ram_mb = 8192
+    return max(1024, min(2048 * cores, ram_mb // 2 // workers))
+
+
 # --- the node Python -------------------------------------------------------------------------
 
 def node_python(home: Path) -> Path:
@@ -282,7 +292,7 @@ def alive_workers(state: Mapping[str, Any]) -> int | None:
 
 # --- up / down / status ----------------------------------------------------------------------
 
-def up(workers: int = 2, cores: int | None = None, memory: str = "2g", port: int = 7077,
+def up(workers: int = 2, cores: int | None = None, memory: str | None = None, port: int = 7077,
        webui_port: int = 8080, worker_webui_port: int = 8081, timeout_s: float = 180.0,
        home: Path | None = None, say=print) -> dict:
     """Start the cluster (or say it runs already) and return its state."""
@@ -303,7 +313,7 @@ def up(workers: int = 2, cores: int | None = None, memory: str = "2g", port: int
     if workers < 1:
         raise ClusterError("--workers must be at least 1", code=2)
     cores = cores or _default_cores(workers)
-    mem_mb = memory_mb(memory)
+    mem_mb = memory_mb(memory) if memory else _default_memory_mb(cores, workers)
     ports = {"master": port, "master web UI": webui_port,
              **{f"worker-{i + 1} web UI": worker_webui_port + i for i in range(workers)}}
     option_of = {"master": "--port", "master web UI": "--webui-port",
@@ -495,7 +505,9 @@ def main(argv: list[str] | None = None) -> int:
     p_up.add_argument("--workers", type=int, default=2)
     p_up.add_argument("--cores", type=int, default=None,
                       help="cores per worker (default: this machine's cores / workers)")
-    p_up.add_argument("--memory", default="2g", help="memory per worker (default 2g)")
+    p_up.add_argument("--memory", default=None,
+                      help="memory per worker, e.g. 4g (default: 2g per core, at most half of "
+                           "this machine's memory over all workers)")
     p_up.add_argument("--port", type=int, default=7077, help="master port")
     p_up.add_argument("--webui-port", type=int, default=8080, help="master web UI port")
     p_up.add_argument("--worker-webui-port", type=int, default=8081,
