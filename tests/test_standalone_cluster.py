@@ -195,3 +195,22 @@ def test_down_stops_exactly_its_daemons_and_is_safe_twice(standalone):
     proc = _cli(env, "experiments.run", "figure=amjoin/fig5", "scale=tiny", "spark=standalone")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "no cluster is up (make cluster-up starts one" in proc.stderr
+
+
+def test_history_server_serves_the_event_logs_and_stops(tmp_path):
+    env = {**os.environ, cluster.DIR_ENV: str(tmp_path / "history")}
+    port = cluster.free_port()
+    try:
+        proc = _cli(env, "runtime.cluster", "history", "--port", str(port), timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"Spark history server: http://127.0.0.1:{port}" in proc.stdout
+        assert isinstance(cluster._json(f"http://127.0.0.1:{port}/api/v1/applications"), list)
+        proc = _cli(env, "runtime.cluster", "history", "--port", str(port))
+        assert proc.returncode == 0 and "up already" in proc.stdout
+        pid = cluster._read(tmp_path / "history" / cluster.HISTORY_STATE)["daemons"][0]["pid"]
+    finally:
+        proc = _cli(env, "runtime.cluster", "history-down", timeout=120)
+    assert proc.stdout.startswith("stopped the history server")
+    assert cluster._cmdline(pid) in (None, "")
+    proc = _cli(env, "runtime.cluster", "history-down")
+    assert proc.returncode == 0 and "no history server is up" in proc.stdout
