@@ -18,13 +18,15 @@ FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
 PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))
 
 .PHONY: help setup test lint list reproduce reproduce-all report readme calibrate bench data clean \
-        $(FIGURE_TARGETS) $(PAPER_TARGETS)
+        cluster-up cluster-down cluster-status history history-down $(FIGURE_TARGETS) $(PAPER_TARGETS)
 
 help:
 	@echo "make reproduce             headline figures at SCALE=$(SCALE) on SPARK=$(SPARK)"
 	@echo "make reproduce-<paper>     every figure of a paper: $(PAPERS)"
 	@echo "make reproduce-<p>-<fig>   one figure (make list shows them)"
 	@echo "make reproduce-all | report | test | lint | calibrate | bench | data | clean"
+	@echo "make cluster-up | cluster-status | cluster-down   a Spark standalone cluster here (SPARK=standalone)"
+	@echo "make history | history-down                       Spark's history server on every run's event log"
 
 $(STAMP): requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,6 +70,23 @@ bench: $(STAMP)
 
 data: $(STAMP)
 	$(PY) -m experiments.reproduce headline scale=$(SCALE) spark=$(SPARK) data_only=true $(ARGS)
+
+# A Spark standalone master and workers on this machine (runtime/cluster.py; ARGS="--workers 3
+# --memory 4g --port 7078 ..."); SPARK=standalone runs on it while $$SPARK_MASTER_URL is unset.
+cluster-up: $(STAMP)
+	@$(PY) -m runtime.cluster up $(ARGS)
+
+cluster-down: $(STAMP)
+	@$(PY) -m runtime.cluster down
+
+cluster-status: $(STAMP)
+	@$(PY) -m runtime.cluster status
+
+history: $(STAMP)
+	@$(PY) -m runtime.cluster history $(ARGS)
+
+history-down: $(STAMP)
+	@$(PY) -m runtime.cluster history-down
 
 clean:
 	rm -rf scratch .pytest_cache .ruff_cache .hypothesis

@@ -11,3 +11,4 @@ FIGURES = ROOT / "figures"
 SCRATCH = ROOT / "scratch"  # ignored: tiny-scale results, data cache, Spark event logs
 DATA_CACHE = SCRATCH / "data"
 ONLINE_SCRATCH = SCRATCH / "online"  # online runs' output pairs and spilled state
+SPARK_EVENTS = SCRATCH / "spark-events"  # every session's event log (Spark's history server reads it)

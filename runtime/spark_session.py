@@ -2,7 +2,8 @@
 
 Presets come from ``conf/spark/*.yaml``. ``local`` embeds Spark in this process;
 ``local_cluster`` starts real separate executor JVMs on this machine; ``standalone``, ``yarn``
-and ``k8s`` read the master URL from an environment variable. Every session writes an
+and ``k8s`` read the master URL from an environment variable (``standalone``, with it unset, uses
+the cluster ``make cluster-up`` started: :mod:`runtime.cluster`). Every session writes an
 uncompressed, non-rolling event log that :mod:`runtime.spark_metrics` reads for per-task
 metrics while the session runs; stopping a session keeps only the newest logs and moves a
 local cluster's executor logs out of the PySpark package into ``scratch/spark-worker/``.
@@ -21,13 +22,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runtime.paths import CONF, ROOT, SCRATCH
+from runtime import cluster
+from runtime.paths import CONF, ROOT, SCRATCH, SPARK_EVENTS
 from runtime.shipping import project_zip, ships_code
 
 _session = None
 _session_key: tuple | None = None
+_python_set: str | None = None  # the $PYSPARK_PYTHON get_spark chose (not the user's)
 
-EVENT_LOGS = SCRATCH / "spark-events"
+EVENT_LOGS = SPARK_EVENTS
 WORKER_LOGS = SCRATCH / "spark-worker"
 # Event logs are read only while their session runs (runtime.spark_metrics); afterwards
 # they serve a post-mortem of recent runs (e.g. in Spark's history server). One sweep or test
@@ -67,14 +70,26 @@ def spark_preset(name: str) -> dict[str, Any]:
             "conf": dict(cfg.get("conf") or {}), "driver_memory": cfg.driver_memory}
 
 
+# a preset's ``master`` when, with its variable unset, the cluster ``make cluster-up`` started on
+# this machine serves (conf/spark/standalone.yaml)
+FROM_CLUSTER_UP = "cluster-up"
+
+
 def resolve_master(master: str, master_env: str | None) -> str:
     if master_env:
         url = os.environ.get(master_env)
-        if not url:
+        if url:
+            return url
+        if master == FROM_CLUSTER_UP:
+            url = cluster.running_master_url()
+            if url:
+                return url
             raise SparkConfigError(
-                f"this Spark preset reads its master URL from ${master_env}, which is not set"
-            )
-        return url
+                f"this Spark preset reads its master URL from ${master_env}, which is not set, "
+                "and no cluster is up (make cluster-up starts one on this machine)")
+        raise SparkConfigError(
+            f"this Spark preset reads its master URL from ${master_env}, which is not set"
+        )
     return master
 
 
@@ -107,8 +122,13 @@ def get_spark(
 ):
     """Return the process-wide session, creating it (or replacing one with another master)."""
     global _session, _session_key
+    global _python_set
     url = resolve_master(master, master_env)
     extra = {k: str(v) for k, v in (conf or {}).items()}
+    # on the cluster `make cluster-up` started: executors sized to its workers, its node Python
+    fitted = cluster.fit_session(url, extra) if url.startswith("spark://") else None
+    if fitted:
+        extra.update(fitted["conf"])
     key = (url, tuple(sorted(extra.items())), driver_memory)
     if _session is not None and _session_key == key:
         return _session
@@ -122,7 +142,11 @@ def get_spark(
     if str(ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *paths])
     os.environ.setdefault("SPARK_LOCAL_DIRS", str(SCRATCH / "spark-local"))
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # the executors' Python: the user's $PYSPARK_PYTHON, else this one (the node Python on the
+    # cluster `make cluster-up` started, which sees the project only through the shipped zip)
+    if os.environ.get("PYSPARK_PYTHON") in (None, _python_set):
+        _python_set = fitted["python"] if fitted else sys.executable
+        os.environ["PYSPARK_PYTHON"] = _python_set
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
     from pyspark.sql import SparkSession

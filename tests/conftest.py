@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_cluster(tmp_path_factory):
+    """Tests never see a cluster the user started with ``make cluster-up``: its state folder is
+    an empty one of their own (tests/test_standalone_cluster.py starts its own cluster)."""
+    from runtime.cluster import DIR_ENV
+
+    os.environ[DIR_ENV] = str(tmp_path_factory.mktemp("no-cluster"))
 
 
 @pytest.fixture(scope="session")

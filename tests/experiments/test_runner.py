@@ -136,6 +136,7 @@ def test_cli_cluster_preset_without_master_url(cli, monkeypatch):
     monkeypatch.delenv("SPARK_MASTER_URL", raising=False)
     err = cli("spark=standalone")
     assert "$SPARK_MASTER_URL" in err and "not set" in err and "local_cluster" in err
+    assert "no cluster is up (make cluster-up starts one" in err  # conftest hides the user's
 
 
 @pytest.mark.parametrize(("override", "expected"), [
