@@ -18,6 +18,7 @@ FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
 PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))
 
 .PHONY: help setup test lint list reproduce reproduce-all report readme calibrate bench data clean \
+        budget-sensitivity \
         $(FIGURE_TARGETS) $(PAPER_TARGETS)
 
 help:
@@ -25,6 +26,7 @@ help:
 	@echo "make reproduce-<paper>     every figure of a paper: $(PAPERS)"
 	@echo "make reproduce-<p>-<fig>   one figure (make list shows them)"
 	@echo "make reproduce-all | report | test | lint | calibrate | bench | data | clean"
+	@echo "make budget-sensitivity    where amjoin's budgeted joins fail at 0.5x..2x the budget (no joins run)"
 
 $(STAMP): requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,6 +67,9 @@ calibrate: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks $(ARGS)
+
+budget-sensitivity: $(STAMP)
+	$(PY) -m experiments.budget_sensitivity scale=$(SCALE) $(ARGS)
 
 data: $(STAMP)
 	$(PY) -m experiments.reproduce headline scale=$(SCALE) spark=$(SPARK) data_only=true $(ARGS)
