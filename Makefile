@@ -18,15 +18,23 @@ FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
 PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))
 
 .PHONY: help setup test lint list reproduce reproduce-all report readme calibrate bench data clean \
-        cluster-up cluster-down cluster-status history history-down $(FIGURE_TARGETS) $(PAPER_TARGETS)
+        cluster-up cluster-down cluster-status history history-down budget-sensitivity \
+        $(FIGURE_TARGETS) $(PAPER_TARGETS)
 
 help:
 	@echo "make reproduce             headline figures at SCALE=$(SCALE) on SPARK=$(SPARK)"
 	@echo "make reproduce-<paper>     every figure of a paper: $(PAPERS)"
 	@echo "make reproduce-<p>-<fig>   one figure (make list shows them)"
-	@echo "make reproduce-all | report | test | lint | calibrate | bench | data | clean"
+	@echo "make reproduce-all         every figure of every paper"
+	@echo "make list                  the figures;  make report  REPORT.md from results/;  make readme  its figure table"
+	@echo "make test | lint           the tests (ARGS=pytest options) | ruff"
+	@echo "make calibrate | bench     measure the cost model's constants | benchmarks (ARGS=\"name key=value\")"
+	@echo "make data | setup | clean  the headline figures' inputs | install the venv | remove scratch/"
 	@echo "make cluster-up | cluster-status | cluster-down   a Spark standalone cluster here (SPARK=standalone)"
 	@echo "make history | history-down                       Spark's history server on every run's event log"
+	@echo "make budget-sensitivity    where amjoin's budgeted joins fail at 0.5x..2x the budget (no joins run)"
+	@echo "CLIs: $(PY) -m joins list|describe|run|compare|stream ...   (--help after a command)"
+	@echo "      $(PY) -m datagen list|<generator> ...                  (see README: Your own data)"
 
 $(STAMP): requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -67,6 +75,9 @@ calibrate: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m benchmarks $(ARGS)
+
+budget-sensitivity: $(STAMP)
+	$(PY) -m experiments.budget_sensitivity scale=$(SCALE) $(ARGS)
 
 data: $(STAMP)
 	$(PY) -m experiments.reproduce headline scale=$(SCALE) spark=$(SPARK) data_only=true $(ARGS)

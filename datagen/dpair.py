@@ -73,19 +73,35 @@ def _key_of_rank(seed: int, keys: int) -> np.ndarray:
     return named_rng(seed, NAME, "key_permutation").permutation(keys).astype(np.int64) + 1
 
 
-def write_chunk(job: ChunkJob) -> int:
-    p = Params(**job.args)
+def _chunk_keys(p: Params, table: str, index: int) -> tuple[np.ndarray, np.random.Generator]:
+    """The keys of one chunk in file order, and the chunk's generator positioned after them."""
     total = p.rows + p.uniform_rows
-    start, end = chunk_bounds(total, p.chunk_rows, job.index)
+    start, end = chunk_bounds(total, p.chunk_rows, index)
     n_zipf = share(total, p.rows, start, end)
-    rng = chunk_rng(p.seed, NAME, job.table, job.index)
+    rng = chunk_rng(p.seed, NAME, table, index)
     ranks = sample_zipf(rng, p.alpha, p.keys, n_zipf)
     zipf_keys = _key_of_rank(p.seed, p.keys)[ranks - 1] if p.permute_keys else ranks
     uniform = rng.integers(1, p.uniform_range, size=(end - start) - n_zipf, endpoint=True,
                            dtype=np.int64)
-    keys = rng.permutation(np.concatenate([zipf_keys, uniform]))
+    return rng.permutation(np.concatenate([zipf_keys, uniform])), rng
+
+
+def write_chunk(job: ChunkJob) -> int:
+    p = Params(**job.args)
+    keys, rng = _chunk_keys(p, job.table, job.index)
     payload = payload_column(rng, len(keys), p.size - KEY_BYTES, p.payload)
     return write_part(key_payload_table(keys, payload), job.out, job.index)
+
+
+def table_keys(params: dict, table: str) -> np.ndarray:
+    """The key column of one relation exactly as :func:`generate` writes it (same chunks, same
+    draws; the payload is drawn after the keys, so the keys do not depend on ``size``), without
+    drawing payloads or writing files: for models computed from key counts alone."""
+    p = validate(Params, params, f"generator {NAME!r}")
+    check(table in TABLES, f"unknown table {table!r}; valid: {', '.join(TABLES)}")
+    total = p.rows + p.uniform_rows
+    parts = [_chunk_keys(p, table, i)[0] for i in range(n_chunks(total, p.chunk_rows))]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def generate(params: dict, out: Path, spark=None, progress: bool = True) -> dict[str, int]:

@@ -83,14 +83,20 @@ def config_hash(figure: dict, scale: str, seed: int, series: str | None = None) 
 def scaled_rule(rules: dict, name: str, scale: str, sizes: dict[str, dict]) -> float | None:
     """A failure rule scaled with the data, by one written rule.
 
-    ``{paper: V, scale_with: K}`` gives V x sizes[scale][K] / sizes[paper][K];
-    ``{tiny: .., small: .., paper: ..}`` gives the value directly.
+    ``{paper: V, scale_with: K}`` gives V x sizes[scale][K] / sizes[paper][K]; ``scale_with``
+    may also be a list of size keys, whose values are summed (e.g. the records of a relation
+    made of several parts); ``{tiny: .., small: .., paper: ..}`` gives the value directly.
     """
     rule = rules.get(name)
     if rule is None:
         return None
     if isinstance(rule, dict) and "scale_with" in rule:
-        key = rule["scale_with"]
-        return float(rule["paper"]) * float(sizes[scale][key]) / float(sizes["paper"][key])
+        keys = rule["scale_with"]
+        keys = [keys] if isinstance(keys, str) else list(keys)
+
+        def total(at: str) -> float:
+            return sum(float(sizes[at][k]) for k in keys)
+
+        return float(rule["paper"]) * total(scale) / total("paper")
     value = by_scale(rule, scale)
     return None if value is None else float(value)

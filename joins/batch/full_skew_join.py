@@ -26,6 +26,8 @@ Choices the paper leaves open:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -40,6 +42,22 @@ def assign_high_side(hot_l: dict, hot_r: dict) -> tuple[set, set]:
     high_l = {k for k, c in hot_l.items() if c >= hot_r.get(k, 0)}
     high_r = {k for k, c in hot_r.items() if k not in hot_l or c > hot_l[k]}
     return high_l, high_r
+
+
+def broadcast_hot_rows(hot_l: dict, hot_r: dict, rows_l: Callable[[set], int],
+                       rows_r: Callable[[set], int]) -> tuple[int, int]:
+    """(R_dup, S_dup) record counts: each side's records of the keys assigned to the other
+    side's high part (:func:`assign_high_side`), all broadcast to every executor. ``rows_l`` /
+    ``rows_r`` count a relation's records with any of the given keys (a key may be hot on one
+    side only, so its other side's count is not in κ)."""
+    high_l, high_r = assign_high_side(hot_l, hot_r)
+    return rows_l(high_r), rows_r(high_l)
+
+
+def broadcast_hot_bytes(rows: int, record_bytes: float | None) -> float:
+    """Full-SkewJoin's need (catalogue 5.2): the broadcast hot-key records, held on every
+    executor; 0 when the record size is not modeled."""
+    return float(rows) * float(record_bytes or 0)
 
 
 def _rows_with_keys(counts: DataFrame, on: str, keys: set) -> int:
@@ -78,15 +96,16 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
             hot_l = top_hot_keys(counts_l, on, hot)
             hot_r = top_hot_keys(counts_r, on, hot)
             high_l, high_r = assign_high_side(hot_l, hot_r)
-            dup_r_rows = _rows_with_keys(counts_r, on, high_l)  # S_dup: broadcast
-            dup_l_rows = _rows_with_keys(counts_l, on, high_r)  # R_dup: broadcast
+            dup_l_rows, dup_r_rows = broadcast_hot_rows(  # R_dup, S_dup: broadcast
+                hot_l, hot_r, lambda keys: _rows_with_keys(counts_l, on, keys),
+                lambda keys: _rows_with_keys(counts_r, on, keys))
         finally:
             counts_l.unpersist()
             counts_r.unpersist()
 
     broadcast_rows = dup_l_rows + dup_r_rows
     record_bytes = ctx.record_bytes or 0
-    ctx.require_memory("broadcast hot-key records", broadcast_rows * record_bytes)
+    ctx.require_memory("broadcast hot-key records", broadcast_hot_bytes(broadcast_rows, record_bytes))
 
     lp, rp = prefixed(left, "l_"), prefixed(right, "r_")
     lk, rk = F.col("l_" + on), F.col("r_" + on)

@@ -125,11 +125,25 @@ def top_hot_keys(counts: DataFrame, on: str, params: HotKeyParams) -> dict[Hasha
     """The top-|κ|max keys of a :func:`key_counts` frame with at least τ records."""
     candidates = counts.where(F.col("n") >= params.threshold).select(
         F.lit(0).alias("_side"), F.col(on), "n")
-    return _top_per_side(candidates, 1, params.max_keys)[0]
+    return _top_per_side(candidates, 1, params.max_keys, params.threshold)[0]
 
 
-def _top_per_side(candidates: DataFrame, sides: int, max_keys: int) -> list[dict[Hashable, int]]:
-    """Top-``max_keys`` of (side, key, n) rows per side: a local top per partition, merged here.
+def top_of_counts(counts: Iterable[tuple[Hashable, int]], threshold: float,
+                  max_keys: int) -> dict[Hashable, int]:
+    """Exact κ from (key, records) pairs: the top ``max_keys`` keys with >= τ records, most
+    frequent first, ties by key. The exact method's rule: :func:`top_hot_keys` and
+    :func:`get_hot_keys_of` merge their per-partition tops with it, and code that models an
+    algorithm from key counts without Spark (``experiments.budget_sensitivity``) calls it too."""
+    if max_keys <= 0:
+        return {}
+    return dict(heapq.nsmallest(max_keys, ((k, int(n)) for k, n in counts if n >= threshold),
+                                key=_rank))
+
+
+def _top_per_side(candidates: DataFrame, sides: int, max_keys: int,
+                  threshold: float) -> list[dict[Hashable, int]]:
+    """Top-``max_keys`` of (side, key, n) rows per side (n >= ``threshold``): a local top per
+    partition, merged here by :func:`top_of_counts`.
 
     One pass over the candidates, no sort shuffle; most frequent first, ties by key.
     """
@@ -148,7 +162,7 @@ def _top_per_side(candidates: DataFrame, sides: int, max_keys: int) -> list[dict
     found: list[list[tuple[Hashable, int]]] = [[] for _ in range(sides)]
     for side, key, n in candidates.rdd.mapPartitions(local_top).collect():
         found[side].append((key, int(n)))
-    return [dict(heapq.nsmallest(max_keys, items, key=_rank)) for items in found]
+    return [top_of_counts(items, threshold, max_keys) for items in found]
 
 
 def get_hot_keys(df: DataFrame, on: str, params: HotKeyParams,
@@ -183,7 +197,7 @@ def _exact_hot_keys(frames: Sequence[DataFrame], on: str, params: HotKeyParams,
         part = df.select(F.lit(i).alias("_side"), F.col(on).alias("_key"))
         keys = part if keys is None else keys.union(part)
     candidates = key_counts(keys, "_key", tasks, within="_side").where(F.col("n") >= params.threshold)
-    return _top_per_side(candidates, len(frames), params.max_keys)
+    return _top_per_side(candidates, len(frames), params.max_keys, params.threshold)
 
 
 def _rank(item: tuple[Hashable, int]) -> tuple:

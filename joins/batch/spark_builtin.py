@@ -71,6 +71,12 @@ def spark_aqe_no_skew(ctx: BatchContext, left: DataFrame, right: DataFrame,
     return JoinResult(_plain_join(left, right, spec), sql_conf=_aqe_conf(ctx, skew=False))
 
 
+def broadcast_relation_bytes(rows: int, record_bytes: float | None) -> float:
+    """Broadcast-Join's need: the whole broadcast relation on every executor (catalogue 5.2);
+    0 when the record size is not modeled."""
+    return float(rows) * float(record_bytes or 0)
+
+
 def broadcast_join(ctx: BatchContext, left: DataFrame, right: DataFrame,
                    spec: JoinSpec) -> JoinResult:
     """Replicate one whole relation to every executor; fails when it exceeds executor memory.
@@ -83,8 +89,8 @@ def broadcast_join(ctx: BatchContext, left: DataFrame, right: DataFrame,
         raise ValueError("broadcast_join cannot do full outer joins")
     small = left if side == "left" else right
     if ctx.memory_budget_bytes is not None:
-        rows = small.count()
-        ctx.require_memory("broadcast relation", rows * (ctx.record_bytes or 0))
+        ctx.require_memory("broadcast relation",
+                           broadcast_relation_bytes(small.count(), ctx.record_bytes))
     out = _plain_join(left, right, spec, hint="broadcast", side=side)
     conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": ctx.partitions}
     return JoinResult(out, sql_conf=conf)

@@ -43,7 +43,7 @@ For the Basic variant the first index holds whole key groups; for ``tree_join`` 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pyspark.sql import Column, DataFrame
@@ -257,9 +257,38 @@ def _len2() -> Column:
     return F.when(F.col(_SELF), F.size(_L1)).otherwise(F.size(_L2))
 
 
+def held_records(len1, len2):
+    """Records one task holds for an index entry with lists of ``len1`` and ``len2`` records
+    (a self entry holds its one list: ``len2`` = 0). Spark columns or numbers alike."""
+    return len1 + len2
+
+
+def key_group_bytes(held: float, record_bytes: float) -> float:
+    """The memory an index entry of ``held`` records needs on its task: the failure rule's
+    need (catalogue 5.2), checked by :func:`run_iterations` against the budget."""
+    return float(held) * float(record_bytes)
+
+
+def basic_index_need(counts_l: Mapping[Hashable, int], counts_r: Mapping[Hashable, int],
+                     record_bytes: float, keys: Iterable[Hashable] | None = None) -> float:
+    """What :func:`run_iterations` checks for treeJoinBasic, from exact key counts (no Spark).
+
+    The first joined index holds every key's two whole lists on one task, and every later
+    entry holds sub-lists of one of them, so the largest entry over the run is the first
+    index's largest key group. ``keys``: the keys that index holds (AM-Join-Basic's HH
+    Tree-Join: κ_RS); by default every key of either side (an inner join's index also groups
+    keys present on one side only).
+    """
+    if keys is None:
+        keys = counts_l.keys() | counts_r.keys()
+    held = max((held_records(counts_l.get(k, 0), counts_r.get(k, 0)) for k in keys), default=0)
+    return key_group_bytes(held, record_bytes)
+
+
 def _held() -> Column:
     """Records one task holds for this entry."""
-    return F.when(F.col(_SELF), F.size(_L1)).otherwise(F.size(_L1) + F.size(_L2))
+    return F.when(F.col(_SELF), held_records(F.size(_L1), F.lit(0))).otherwise(
+        held_records(F.size(_L1), F.size(_L2)))
 
 
 def _pairs() -> Column:
@@ -377,7 +406,7 @@ def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: 
         stats.index_entries += st.entries
         stats.entries_per_iteration.append(st.entries)
         stats.max_group_records = max(stats.max_group_records, st.held)
-        ctx.require_memory("largest key group", st.held * record_bytes)
+        ctx.require_memory("largest key group", key_group_bytes(st.held, record_bytes))
         hot_flag = _is_hot(opts)
         partials.append(cold_pairs(idx.filter(~hot_flag), opts))
         if st.hot == 0:
