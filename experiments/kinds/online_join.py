@@ -7,7 +7,10 @@ Settings come from the figure config (see ``conf/figure/squall/*.yaml``):
 * ``workload``: ``generator`` (e.g. ``squall_query``), ``params`` (+ ``sizes`` per scale, which
   must carry ``sf`` when a rule scales with it); band joins take their band from the query.
 * ``run``: ``joiners``, ``order`` (``random`` | ``fluct``), ``k``, ``controller`` (``exact`` |
-  ``sampled``), ``batch_size``, ``partitions``, ``tuple_bytes`` (modeled bytes per stored tuple),
+  ``sampled``), ``micro_batches`` (the micro-batch is the stream's size divided by it,
+  rounded up: one rule for every figure, see ``conf/figure_base/squall_online.yaml``),
+  ``batch_scale`` (multiplies that micro-batch: the sensitivity runs), ``batch_size`` (a fixed
+  micro-batch instead), ``partitions``, ``tuple_bytes`` (modeled bytes per stored tuple),
   ``warmup_fraction`` (DYNAMIC's warm-up as a share of the stream; a ``warmup_tuples`` rule
   wins), ``weak_factor`` (multiplies sf and joiners together: weak scaling; with
   ``weak_batches: true`` also ``batch_size``, so every joiner gets as many tuples per
@@ -15,7 +18,9 @@ Settings come from the figure config (see ``conf/figure/squall/*.yaml``):
   ``memory_budget_factor`` (multiplies the scaled budget: the out-of-core runs),
   ``migration_rate``, ``operator_params``, ``samples`` (points of the ILF/ILF* trace).
 * ``rules``: ``memory_budget_bytes`` per joiner (the paper's 2 GB heap, scaled with the data by
-  ``experiments.figure_spec.scaled_rule``) and optionally ``warmup_tuples``.
+  ``experiments.figure_spec.scaled_rule``), optionally ``warmup_tuples``, and
+  ``band_outputs_per_input`` (per band query: the band is widened until the join has that
+  many results per input tuple, the paper's computation intensity; :func:`intensity_band`).
 
 Time is the engine's *modeled time* (calibrated linear costs of the exact counts, the slowest
 worker per micro-batch, summed); local wall time is reported next to it, never instead of it.
@@ -44,6 +49,60 @@ TIME_SERIES_UNITS = {
     "ratio_rs_t": "|R|/|S|", "ilf_ratio_t": "ILF/ILF*", "migration_t": "fraction of input",
     "warmup_end_t": "flag",
 }
+
+
+def stream_batch_size(run: dict, total: int) -> int:
+    """Tuples per micro-batch: ``batch_size`` if the run fixes one (times the weak factor under
+    ``weak_batches``), else the stream divided into ``micro_batches`` (rounded up); either
+    times ``batch_scale`` (1 by default; the sensitivity runs use 0.5 and 2)."""
+    scale = float(run.get("batch_scale", 1) or 1)
+    if run.get("batch_size") is not None:
+        base = float(run["batch_size"])
+    else:
+        base = math.ceil(max(1, total) / int(run.get("micro_batches", 20)))
+    return max(1, int(round(base * scale)))
+
+
+def band_outputs(r_keys: np.ndarray, s_keys: np.ndarray, band: int) -> int:
+    """|{(r, s): |r - s| <= band}| on integer keys, from the sorted S keys."""
+    s_sorted = np.sort(s_keys)
+    lo = np.searchsorted(s_sorted, r_keys - band, "left")
+    hi = np.searchsorted(s_sorted, r_keys + band, "right")
+    return int((hi - lo).sum())
+
+
+def intensity_band(folder: Path, band: int, outputs_per_input: float) -> int:
+    """The smallest band >= the query's own whose join has at least ``outputs_per_input``
+    results per input tuple (all pairs if no band reaches it), cached next to the inputs.
+
+    The paper's B_CI yields about 1,036 results per input at 10G (54.206 billion for 52.338M
+    tuples); with the band fixed, results per input shrink with the data (they grow like |R|),
+    so at a reduced scale the band is widened by this one rule instead."""
+    import pyarrow.dataset as ds
+
+    def keys(table: str) -> np.ndarray:
+        return ds.dataset(str(folder / f"{table}.parquet"), format="parquet").to_table(
+            columns=["key"]).column("key").to_numpy().astype(np.int64)
+
+    cache = folder / f"intensity-band{band}-{outputs_per_input:g}.json"
+    if cache.exists():
+        return int(json.loads(cache.read_text())["band"])
+    r, s = keys("R"), keys("S")
+    need = outputs_per_input * (len(r) + len(s))
+    lo, hi = int(band), int(max(r.max(), s.max()) - min(r.min(), s.min())) if len(r) and len(
+        s) else int(band)
+    if band_outputs(r, s, lo) < need:
+        while hi - lo > 1:  # band_outputs(lo) < need <= band_outputs(hi), or hi = all pairs
+            mid = (lo + hi) // 2
+            if band_outputs(r, s, mid) >= need:
+                hi = mid
+            else:
+                lo = mid
+        lo = hi
+    tmp = cache.with_suffix(f".{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps({"band": lo}))
+    tmp.replace(cache)
+    return lo
 
 
 def query_band(generator: str, params: dict) -> float | None:
@@ -205,8 +264,9 @@ def _settings(pc: PointContext) -> tuple[dict, dict, dict]:
     factor = float(run.get("weak_factor", 1) or 1)
     if factor != 1:
         params["sf"] = float(params["sf"]) * factor
-    return s, wl, {**run, "params": params, "weak_factor": factor,
-                   "batch_size": weak_batch_size(run, factor), "algorithm": s["algorithm"]}
+    if run.get("batch_size") is not None:
+        run = {**run, "batch_size": weak_batch_size(run, factor)}
+    return s, wl, {**run, "params": params, "weak_factor": factor, "algorithm": s["algorithm"]}
 
 
 def inputs(pc: PointContext) -> tuple[str, dict[str, Any]]:
@@ -241,7 +301,13 @@ def run_point(pc: PointContext) -> PointOutcome:
     folder = Path(materialize(*inputs(pc), spark=spark, progress=pc.progress))
     n_r, n_s = _rows(folder, "R"), _rows(folder, "S")
     total = n_r + n_s
+    batch_size = stream_batch_size(run, total)
     rules, sizes = pc.figure.get("rules", {}), pc.figure["workload"]["sizes"]
+    intensity = (rules.get("band_outputs_per_input") or {}).get(str(params.get("query")))
+    if isinstance(intensity, dict):  # per scale: {small: 1036}; none at the paper's own scale
+        intensity = intensity.get(pc.scale)
+    if band is not None and intensity is not None:
+        band = float(intensity_band(folder, int(band), float(intensity)))
     tuple_bytes = float(run.get("tuple_bytes", 200))
     budget_bytes = scaled_rule(rules, "memory_budget_bytes", pc.scale, sizes)
     budget = None
@@ -258,7 +324,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         # the running migration, which ends at a batch boundary), so a warm-up much shorter
         # than a batch would measure the batch size, not Algorithm 2.
         warm = max(warm, int(math.ceil(float(run.get("warmup_min_batches", 0))
-                                       * int(run["batch_size"]))))
+                                       * batch_size)))
         op_params.setdefault("warmup", warm)
         warm = int(op_params["warmup"])
     order, k = run.get("order", "random"), run.get("k")
@@ -270,7 +336,7 @@ def run_point(pc: PointContext) -> PointOutcome:
                          operator=algorithm, joiners=joiners, on="key", band=band, order=order,
                          k=k, seed=int(params["seed"]),
                          controller=run.get("controller", "exact"),
-                         batch_size=int(run["batch_size"]), memory_budget_tuples=budget,
+                         batch_size=batch_size, memory_budget_tuples=budget,
                          spill=run.get("spill", "charge"), cost=cost, progress=pc.progress,
                          partitions=run.get("partitions"),
                          migration_rate=float(run.get("migration_rate", 2.0)), **op_params)
@@ -302,11 +368,14 @@ def run_point(pc: PointContext) -> PointOutcome:
         "migrated_tuples": (sm["migrated_tuples"], "tuples"),
         "spilled": (sm["spilled"], "tuples"),
         "batches": (sm["batches"], "count"),
+        "batch_size": (batch_size, "tuples"),
         "output_rows": (sm["outputs"], "rows"),
         "warmup_tuples": (warm, "tuples"),
         "cost_per_received": (cost.per_received, "s"),
         "cost_per_disk_probe": (cost.per_disk_probe, "s"),
     })
+    if band is not None:
+        mt["band"] = (band, "key units")
     if run.get("disk_cost_factor") is not None:
         mt["disk_cost_factor"] = (float(run["disk_cost_factor"]), "x in-memory tuple cost")
     if budget is not None:

@@ -115,9 +115,32 @@ def test_columns_and_types(inputs):
                               f"*.parquet')").fetchall()
             assert [d[0] for d in desc] == cols, (name, table)
             assert desc[0][1] == "BIGINT"
-    # B_CI's key is the ship date in days since 1970: TPC-H ships from 1992 to 1998
+    # B_CI's key is the ship date as a yyyymmdd integer (Squall's DateIntegerType): TPC-H
+    # ships from 1992 to 1998
     lo, hi = rows(inputs["bci"][0], "S", "min(key), max(key)")[0]
+    assert lo >= 19920101 and hi <= 19981201
+    assert rows(inputs["bci"][0], "S", "count(*) FILTER (WHERE key % 100 NOT BETWEEN 1 AND 31 "
+                "OR key // 100 % 100 NOT BETWEEN 1 AND 12)")[0][0] == 0
+
+
+def test_bci_date_key_switch(inputs, tpch_cache, tmp_path):
+    """date_key=days is the day-number switch: the same rows, keys in days since 1970, and
+    |d1 - d2| <= 1 then also matches across month boundaries (more results)."""
+    folder = tmp_path / "bci_days"
+    counts = squall_query.generate({"query": "bci", "sf": SF, "tpch_cache": tpch_cache,
+                                    "date_key": "days"}, folder, None, False)
+    base, base_counts = inputs["bci"]
+    assert counts == base_counts
+    lo, hi = rows(folder, "S", "min(key), max(key)")[0]
     assert lo >= 8035 and hi <= 10561  # 1992-01-01 .. 1998-12-01
+    as_days = rows(base, "S", "sum(CAST(make_date(CAST(key // 10000 AS INTEGER), CAST(key // 100 "
+                   "% 100 AS INTEGER), CAST(key % 100 AS INTEGER)) - DATE '1970-01-01' AS BIGINT))")
+    assert as_days == rows(folder, "S", "sum(key)")
+    yyyymmdd = oracle_count(base / "R.parquet", base / "S.parquet", band=1)
+    days = oracle_count(folder / "R.parquet", folder / "S.parquet", band=1)
+    assert yyyymmdd < days < 1.1 * yyyymmdd
+    with pytest.raises(GeneratorError, match="date_key"):
+        validate(squall_query.Params, {"query": "bci", "date_key": "julian"}, "squall_query")
 
 
 def test_skewed_inputs_keep_r_and_skew_s(inputs, tpch_cache, tmp_path):

@@ -216,3 +216,32 @@ def test_weak_batches_scale_the_micro_batch_with_the_weak_factor():
     assert weak_batch_size(run, 4.0) == 15000
     assert weak_batch_size({**run, "weak_batches": True}, 4.0) == 60000
     assert weak_batch_size({**run, "weak_batches": True}, 1.0) == 15000
+
+
+def test_micro_batch_rule_divides_the_stream_and_scales_for_sensitivity():
+    from experiments.kinds.online_join import stream_batch_size
+
+    assert stream_batch_size({"micro_batches": 20}, 100_001) == 5001  # 20 batches, rounded up
+    assert stream_batch_size({"micro_batches": 20, "batch_scale": 0.5}, 100_000) == 2500
+    assert stream_batch_size({"micro_batches": 20, "batch_scale": 2}, 100_000) == 10000
+    assert stream_batch_size({"batch_size": 700, "micro_batches": 20}, 100_000) == 700
+    assert stream_batch_size({}, 0) == 1
+
+
+def test_intensity_band_is_the_smallest_band_with_the_results_per_input(tmp_path):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from experiments.kinds.online_join import band_outputs, intensity_band
+
+    r, s = np.array([10, 20, 30]), np.arange(0, 100)
+    for name, keys in (("R", r), ("S", s)):
+        (tmp_path / f"{name}.parquet").mkdir()
+        pq.write_table(pa.table({"key": keys}), tmp_path / f"{name}.parquet" / "part-0.parquet")
+    assert band_outputs(r, s, 1) == 9
+    # 103 inputs: 0.5 per input needs >= 51.5 results, i.e. 3 x (2b + 1) >= 51.5: b = 9
+    assert intensity_band(tmp_path, 1, 0.5) == 9
+    assert band_outputs(r, s, 8) < 51.5 <= band_outputs(r, s, 9)
+    assert intensity_band(tmp_path, 1, 0.05) == 1  # band 1 already has 9 >= 5.15
+    assert intensity_band(tmp_path, 1, 1e6) == 99  # unreachable: every pair

@@ -51,12 +51,31 @@ def test_metrics_without_the_new_counts_still_cost():
                   per_output=0.0, per_migrated=0.0, per_spilled=0.0, per_disk_probe=0.0,
                   per_stored=0.0, per_expired=5.0)
     assert np.allclose(c.worker_cost(old), 2.0 * old["received"])
-    # the committed calibration lacks the new constants: its modeled times do not change
-    online = json.loads((ROOT / "calibration" / "default.json").read_text())["online"]
+    # the previous default (kept for the results that cite it) lacks the new constants: its
+    # modeled times do not change
+    online = json.loads((ROOT / "calibration" / "c7e14bd15b.json").read_text())["online"]
     m = _metrics()
     before = CostModel.from_dict(online)
     assert before.per_store_received == 0.0 and before.per_expired == 0.0
     assert np.allclose(before.worker_cost(m), before.worker_cost(m.drop(columns=["expired"])))
+
+
+def test_default_calibration_charges_the_per_count_constants():
+    """The figures' calibration is the per-count one's online section on the previous
+    default's batch section (calibration/README.md)."""
+    from runtime.cost_model import calibration_id, load_calibration
+
+    default = json.loads((ROOT / "calibration" / "default.json").read_text())
+    old = json.loads((ROOT / "calibration" / "c7e14bd15b.json").read_text())
+    percount = json.loads((ROOT / "calibration" / "online-percount-20261123.json").read_text())
+    assert default["batch"] == old["batch"]
+    assert default["id"] == calibration_id(default["batch"], default["online"]) != old["id"]
+    assert old["id"] == calibration_id(old["batch"], old["online"]) == "c7e14bd15b"
+    for k in ("per_received", "per_store_received", "per_probe", "per_output", "per_expired",
+              "fixed_per_batch", "per_worker", "per_migrated", "per_stored", "per_spilled",
+              "per_disk_probe"):
+        assert default["online"][k] == percount["online"][k], k
+    assert load_calibration(ROOT / "calibration" / "default.json").id == default["id"]
 
 
 def _slopes(s: float, p: float, b: float, se: float = 1e-9, out: float = 1e-7,
