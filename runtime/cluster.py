@@ -240,7 +240,23 @@ def node_python(home: Path) -> Path:
                        capture_output=True)
     pth.parent.mkdir(parents=True, exist_ok=True)
     pth.write_text("".join(f"{p}\n" for p in deps))
+    _link_native_tools(Path(sys.executable).parent, venv / "bin")
     return python
+
+
+def _link_native_tools(source: Path, dest: Path) -> None:
+    """The dependencies' native executables (tpchgen-cli, which the TPC-H generator's tasks run
+    from beside their Python), linked into the node Python's ``bin``, as installing the
+    requirements on a node puts them there. Script entry points are not linked: their first
+    line names this environment's Python, which sees the checkout."""
+    for tool in source.iterdir():
+        target = dest / tool.name
+        if target.exists() or not tool.is_file() or not os.access(tool, os.X_OK):
+            continue
+        with open(tool, "rb") as f:
+            if f.read(4) != b"\x7fELF":
+                continue
+        target.symlink_to(tool.resolve())
 
 
 # --- state -----------------------------------------------------------------------------------

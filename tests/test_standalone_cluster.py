@@ -51,7 +51,11 @@ def _cli(env: dict, *args: str, timeout: int = RUN_TIMEOUT_S) -> subprocess.Comp
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
     home = tmp_path_factory.mktemp("cluster")
-    env = {**os.environ, cluster.DIR_ENV: str(home)}
+    # a user's shell: without what an earlier in-process session put in os.environ (its
+    # PYSPARK_PYTHON is the project's venv, which would make the executors import the checkout)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
+    env[cluster.DIR_ENV] = str(home)
     env.pop("SPARK_MASTER_URL", None)  # spark=standalone must find the cluster by itself
     p = _ports()
     try:
