@@ -15,16 +15,18 @@ START, END = "<!-- figures:start -->", "<!-- figures:end -->"
 
 
 def figure_table(results_root: str = "results") -> str:
-    lines = ["| figure | what | `make` target | results (scale=small) | targets met / checked |",
-             "|---|---|---|---|---|"]
+    lines = ["| figure | what | `make` target | results (scale=small) | local wall time "
+             "| targets met / checked |",
+             "|---|---|---|---|---:|---|"]
     for fid in figure_ids():
         fig = load_figure(fid)
         res = read_results(results_root, fid)
         if res.empty:
-            status, verdict = "not run yet", "–"
+            status, verdict, wall = "not run yet", "–", "–"
         else:
             points = res.groupby("point_id")["status"].first().value_counts()
             status = ", ".join(f"{n} {s}" for s, n in points.items())
+            wall = _minutes(res.groupby("point_id")["wall_time_s"].first().sum())
             missing = missing_points(fig, res, "small")
             if missing:
                 status += f", {len(missing)} not run"
@@ -35,8 +37,14 @@ def figure_table(results_root: str = "results") -> str:
                 verdict += f", {verdicts.count('by construction')} by construction"
         star = " ★" if fig.get("headline") else ""
         lines.append(f"| `{fid}`{star} | {fig['title']} | `make reproduce-{fid.replace('/', '-')}` "
-                     f"| {status} | {verdict} |")
+                     f"| {status} | {wall} | {verdict} |")
     return "\n".join(lines)
+
+
+def _minutes(seconds: float) -> str:
+    """The points' summed ``wall_time_s``: this machine, one point at a time, each input
+    generated (then cached) in the first point that needs it."""
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def update_readme() -> bool:
