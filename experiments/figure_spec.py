@@ -70,7 +70,7 @@ def config_hash(figure: dict, scale: str, seed: int, series: str | None = None) 
     """
     keep = {k: v for k, v in figure.items() if k not in ("targets", "plot", "paper_values",
                                                            "description", "headline", "choices",
-                                                           "series", "x")}
+                                                           "series", "x", "runs_of")}
     keep["x"] = {k: v for k, v in figure.get("x", {}).items()
                  if k not in ("values", "values_by_scale", "label")}
     if series is not None:

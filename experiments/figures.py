@@ -32,6 +32,32 @@ def load_figure(figure_id: str, scale: str = "small") -> dict:
     return figure
 
 
+def results_id(figure: dict) -> str:
+    """The figure whose results folder holds this figure's points: its own, or that of the
+    figure named by ``runs_of`` (a figure that draws other metrics of the same runs, as Squall's
+    Fig 5h draws the times of Fig 5g's runs: one run per point, not two)."""
+    return figure.get("runs_of") or figure["id"]
+
+
+def runs_of_mismatch(figure: dict, scale: str) -> str | None:
+    """Why ``figure`` cannot draw the runs of its ``runs_of`` figure (a setting that makes its
+    points differ: workload, run, rules, kind, a series or an x value), or None."""
+    from experiments.figure_spec import config_hash, x_values
+
+    other = load_figure(figure["runs_of"], scale)
+    if other.get("runs_of"):
+        return f"{other['id']} itself draws the runs of {other['runs_of']}"
+    same = {**figure, **{k: other.get(k) for k in ("id", "title", "metrics", "runs_of")}}
+    if set(figure["series"]) - set(other["series"]):
+        return f"series {sorted(set(figure['series']) - set(other['series']))} are not {other['id']}'s"
+    if set(map(str, x_values(figure, scale))) - set(map(str, x_values(other, scale))):
+        return f"x values at scale {scale} are not all {other['id']}'s"
+    for series in figure["series"]:
+        if config_hash(same, scale, 0, series) != config_hash(other, scale, 0, series):
+            return f"series {series}'s settings differ from {other['id']}'s"
+    return None
+
+
 def headline_ids() -> list[str]:
     return [f for f in figure_ids() if load_figure(f).get("headline")]
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from experiments.config import compose
 from experiments.figure_spec import config_hash, x_label, x_numeric, x_values
-from experiments.figures import chart_base, draw_charts, figure_ids, load_figure
+from experiments.figures import chart_base, draw_charts, figure_ids, load_figure, results_id
 from experiments.results import Point, read_results
 from experiments.targets import evaluate
 from runtime.paths import ROOT
@@ -167,7 +167,8 @@ def main(argv: list[str]) -> int:
     out = ROOT / opts.get("out", "REPORT.md")
     body, summary = [], []
     results = {fid: read_results(opts.get("results_root") or compose(
-        [f"figure={fid}", f"scale={scale}"]).scale.results_root, fid) for fid in figure_ids()}
+        [f"figure={fid}", f"scale={scale}"]).scale.results_root,
+        results_id(load_figure(fid, scale))) for fid in figure_ids()}
     if draw_charts([fid for fid, rows in results.items() if not rows.empty], scale,
                    opts.get("results_root")) != 0:
         print("error: redrawing the charts failed (python -m figures.plot); REPORT.md not written",

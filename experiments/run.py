@@ -25,7 +25,7 @@ from omegaconf import DictConfig
 from experiments import schema  # noqa: F401  (registers the structured configs)
 from experiments.config import compose
 from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
-from experiments.figures import figure_ids
+from experiments.figures import figure_ids, load_figure, runs_of_mismatch
 from experiments.kinds import (
     ALGORITHM_KINDS,
     PointContext,
@@ -207,6 +207,26 @@ def sweep_overrides(argv: list[str]) -> tuple[list[str], int]:
     return added, total
 
 
+def redirect_runs_of(argv: list[str]) -> list[str]:
+    """A figure that draws another figure's runs (``runs_of``) runs that figure's points, once,
+    into that figure's results; its settings must make the same points."""
+    given = [a for a in argv if a.startswith("figure=")]
+    if len(given) != 1 or "," in given[0]:
+        return argv
+    fid = given[0].split("=", 1)[1]
+    require_figure(fid)
+    scale = next((a.split("=", 1)[1] for a in argv if a.startswith("scale=")), "small")
+    figure = load_figure(fid, scale)
+    if not figure.get("runs_of"):
+        return argv
+    why = runs_of_mismatch(figure, scale)
+    if why:
+        raise UsageError(f"{fid} draws the runs of {figure['runs_of']}, but {why}")
+    print(f"{fid} draws the runs of {figure['runs_of']}: running its points "
+          f"(finished ones are skipped)", flush=True)
+    return [f"figure={figure['runs_of']}" if a == given[0] else a for a in argv]
+
+
 def check_sweep(cfg: DictConfig, figure: dict, series: list[str]) -> None:
     """Bad input found before any Spark session starts or data is generated: unknown series,
     a series whose algorithm is not registered, a cluster preset without its master URL, an
@@ -249,6 +269,7 @@ def main(argv: list[str] | None = None) -> None:
         _task()
         return
     try:
+        argv = redirect_runs_of(argv)
         added, total = sweep_overrides(argv)
     except Exception as exc:  # bad figure/scale/spark name or malformed override
         print(f"error: {_first_line(exc)}", file=sys.stderr)

@@ -40,6 +40,9 @@ class FigureConfig:
     run: dict[str, Any] = field(default_factory=dict)  # kind-specific settings (per scale)
     rules: dict[str, Any] = field(default_factory=dict)  # failure rules: budgets, deadlines
     metrics: list[str] = field(default_factory=list)
+    # another figure whose runs this one draws (its own metrics, plot and targets): see
+    # experiments.figures.results_id
+    runs_of: str = ""
     plot: dict[str, Any] = field(default_factory=dict)
     paper_values: list[Any] = field(default_factory=list)  # overlay: the paper's numbers
     choices: dict[str, Any] = field(default_factory=dict)  # ambiguities resolved, with reasons

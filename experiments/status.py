@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 
-from experiments.figures import figure_ids, load_figure
+from experiments.figures import figure_ids, load_figure, results_id
 from experiments.report import missing_points
 from experiments.results import read_results
 from experiments.targets import evaluate
@@ -20,7 +20,7 @@ def figure_table(results_root: str = "results") -> str:
              "|---|---|---|---|---:|---|"]
     for fid in figure_ids():
         fig = load_figure(fid)
-        res = read_results(results_root, fid)
+        res = read_results(results_root, results_id(fig))
         if res.empty:
             status, verdict, wall = "not run yet", "–", "–"
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from experiments.figures import chart_base, load_figure, select
+from experiments.figures import chart_base, load_figure, results_id, select
 from experiments.results import read_results
 from figures.kinds import load
 from runtime.paths import ROOT
@@ -24,7 +24,7 @@ def plot_figure(figure_id: str, scale: str = "small", results_root: str | None =
         from experiments.config import compose
 
         results_root = compose([f"figure={figure_id}", f"scale={scale}"]).scale.results_root
-    results = read_results(results_root, figure_id)
+    results = read_results(results_root, results_id(figure))
     if results.empty:
         print(f"{figure_id}: no results yet under {results_root}/ (run make reproduce-"
               f"{figure_id.replace('/', '-')})", file=sys.stderr)

@@ -136,3 +136,34 @@ def test_config_hash_of_a_point_ignores_other_series_and_x_values():
     assert config_hash({**fig, "x": {"param": "b", "values": [0, 1]}}, "small", 0, "s") != base
     changed = {**fig, "series": {"s": {"algorithm": "x", "overrides": {"run.k": 1}}}}
     assert config_hash(changed, "small", 0, "s") != base
+
+
+RUNS_OF = [f for f in FIGURES if load_figure(f).get("runs_of")]
+
+
+def test_squall_fig5h_draws_the_runs_of_fig5g():
+    assert RUNS_OF == ["squall/fig5h"]
+    assert load_figure("squall/fig5h")["runs_of"] == "squall/fig5g"
+
+
+@pytest.mark.parametrize("figure_id", RUNS_OF)
+@pytest.mark.parametrize("scale", ["tiny", "small", "paper"])
+def test_a_runs_of_figure_makes_the_other_figures_points(figure_id, scale):
+    from experiments.figures import runs_of_mismatch
+
+    fig = load_figure(figure_id, scale)
+    assert runs_of_mismatch(fig, scale) is None
+    # a setting that changes a point is caught, by name
+    changed = {**fig, "run": {**fig["run"], "joiners": 7}}
+    assert "settings differ" in runs_of_mismatch(changed, scale)
+    extra = {**fig, "series": {**fig["series"], "shj": {"algorithm": "shj"}}}
+    assert "['shj']" in runs_of_mismatch(extra, scale)
+
+
+def test_running_a_runs_of_figure_runs_the_other_one(capsys):
+    from experiments.run import redirect_runs_of
+
+    argv = ["figure=squall/fig5h", "scale=tiny", "point.x=bnci"]
+    assert redirect_runs_of(argv) == ["figure=squall/fig5g", "scale=tiny", "point.x=bnci"]
+    assert "squall/fig5h draws the runs of squall/fig5g" in capsys.readouterr().out
+    assert redirect_runs_of(["figure=squall/fig5g"]) == ["figure=squall/fig5g"]
