@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -28,9 +29,10 @@ def _relation_sql(con: duckdb.DuckDBPyConnection, name: str, data: pd.DataFrame 
     return "read_parquet('{}')".format(pattern.replace("'", "''"))
 
 
-def _condition(on: str, band: float | None) -> str:
+def _condition(on: str, band: float | None, types: Callable[[str, str], str] | None = None) -> str:
     """``on`` as the CLIs take it (``k``, ``a,b``, ``left_col=right_col``): every pair equal
-    (a null in any key column matches nothing), or one pair within ``band``."""
+    (a null in any key column matches nothing), or one pair within ``band`` (as a range join,
+    :func:`_within`; ``types(side, column)`` gives a key column's DuckDB type)."""
     from joins.keys import parse_on
 
     pairs = parse_on(on).pairs()
@@ -39,7 +41,8 @@ def _condition(on: str, band: float | None) -> str:
     if len(pairs) != 1:
         raise ValueError(f"a band join takes one key column, got on={on!r}")
     (a, b), = pairs
-    return f'abs(l."{a}" - r."{b}") <= {band}'
+    kinds = (types("l", a), types("r", b)) if types else ("DOUBLE", "DOUBLE")
+    return " AND ".join(_within((f'l."{a}"', kinds[0]), (f'r."{b}"', kinds[1]), band))
 
 
 def _join(left, right, on: str, how: str, band: float | None):
@@ -48,7 +51,13 @@ def _join(left, right, on: str, how: str, band: float | None):
         raise ValueError(f"unknown join type {how!r}; valid: {', '.join(_SQL_HOW)}")
     con = duckdb.connect()
     lsql, rsql = _relation_sql(con, "lhs", left), _relation_sql(con, "rhs", right)
-    return con, lsql, rsql, f"FROM {lsql} l {_SQL_HOW[how]} JOIN {rsql} r ON {_condition(on, band)}"
+
+    def types(side: str, column: str) -> str:
+        rel = con.sql(f"SELECT * FROM {lsql if side == 'l' else rsql} LIMIT 0")
+        return str(dict(zip(rel.columns, rel.types, strict=True)).get(column, "DOUBLE"))
+
+    return con, lsql, rsql, (f"FROM {lsql} l {_SQL_HOW[how]} JOIN {rsql} r "
+                             f"ON {_condition(on, band, types)}")
 
 
 def oracle_join(
@@ -143,23 +152,28 @@ def _width(what: str, value) -> float:
     return number
 
 
-def _within(a: tuple[str, str], b: tuple[str, str], width: float, param: str,
-            params: dict[str, float]) -> list[str]:
+def _within(a: tuple[str, str], b: tuple[str, str], width: float, param: str | None = None,
+            params: dict[str, float] | None = None) -> list[str]:
     """SQL conditions meaning ``abs(a - b) <= width`` for numeric ``(expression, type)`` pairs.
 
     Written as a range on ``a`` so that DuckDB plans a range join (an abs() filter alone is a
     nested loop over the cross product: minutes at 200k x 200k rows). For two integer columns
     the range is the test itself, in HUGEINT (no overflow); otherwise it is a slightly wider
-    DOUBLE range followed by the exact ``abs(a - b) <= width`` of :func:`oracle_join`.
+    DOUBLE range followed by the exact ``abs(a - b) <= width`` of :func:`oracle_join`. The
+    width is the query parameter ``$param`` (set in ``params``), or a literal without one.
     """
     (ea, ta), (eb, tb) = a, b
     if ta in _INTEGER_TYPES and tb in _INTEGER_TYPES:
         w = min(math.floor(width), _MAX_INT_WIDTH)
         return [f"{ea}::HUGEINT >= {eb}::HUGEINT - {w}", f"{ea}::HUGEINT <= {eb}::HUGEINT + {w}"]
-    params[param] = width
-    slack = f"(${param} * {1 + _SLACK!r} + abs({eb}::DOUBLE) * {_SLACK!r})"
+    if param is None:
+        value = repr(float(width))
+    else:
+        value = f"${param}"
+        params[param] = width
+    slack = f"({value} * {1 + _SLACK!r} + abs({eb}::DOUBLE) * {_SLACK!r})"
     return [f"{ea}::DOUBLE >= {eb}::DOUBLE - {slack}", f"{ea}::DOUBLE <= {eb}::DOUBLE + {slack}",
-            f"abs({ea} - {eb}) <= ${param}"]
+            f"abs({ea} - {eb}) <= {value}"]
 
 
 def _components(names: list[str], edges: list[tuple[str, str, str, str]]) -> list[list[str]]:
