@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -201,14 +202,47 @@ def test_down_stops_exactly_its_daemons_and_is_safe_twice(standalone):
     assert "no cluster is up (make cluster-up starts one" in proc.stderr
 
 
+_FINISHED_RUN = """
+from runtime.spark_session import get_spark, stop_spark
+spark = get_spark("local[1]", app_name="history-probe")
+df = spark.range(1000)
+df.groupBy((df.id % 7).alias("k")).count().collect()
+print(spark.sparkContext.applicationId)
+stop_spark()
+"""
+
+
+def _served(url: str, timeout_s: float = 90.0):
+    """The history server's answer at ``url`` once it has one (it scans every 5 s)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return cluster._json(url)
+        except (OSError, ValueError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
 def test_history_server_serves_the_event_logs_and_stops(tmp_path):
+    """A run that finished before the server started is served with its jobs and stages."""
     env = {**os.environ, cluster.DIR_ENV: str(tmp_path / "history")}
+    run = subprocess.run([sys.executable, "-c", _FINISHED_RUN], cwd=ROOT, env=env, text=True,
+                         capture_output=True, timeout=RUN_TIMEOUT_S)
+    assert run.returncode == 0, run.stderr[-2000:]
+    app = run.stdout.strip().splitlines()[-1]
     port = cluster.free_port()
     try:
         proc = _cli(env, "runtime.cluster", "history", "--port", str(port), timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert f"Spark history server: http://127.0.0.1:{port}" in proc.stdout
-        assert isinstance(cluster._json(f"http://127.0.0.1:{port}/api/v1/applications"), list)
+        api = f"http://127.0.0.1:{port}/api/v1/applications"
+        assert isinstance(cluster._json(api), list)
+        info = _served(f"{api}/{app}")
+        assert info["name"] == "history-probe" and info["attempts"][-1]["completed"]
+        jobs = _served(f"{api}/{app}/jobs")
+        assert jobs and all(j["status"] == "SUCCEEDED" for j in jobs)
+        assert _served(f"{api}/{app}/stages")
         proc = _cli(env, "runtime.cluster", "history", "--port", str(port))
         assert proc.returncode == 0 and "up already" in proc.stdout
         pid = cluster._read(tmp_path / "history" / cluster.HISTORY_STATE)["daemons"][0]["pid"]
