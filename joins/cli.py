@@ -125,7 +125,8 @@ def cmd_describe(rest: list[str]) -> int:
     if not params:
         print(f"  parameters  none (python -m joins {command} --help lists the run's options)")
         return 0
-    print(f"  parameters  (python -m joins {command} ... param.<name>=value)")
+    spelling = "param.<name>=value" if command == "run" else "<name>=value or param.<name>=value"
+    print(f"  parameters  (python -m joins {command} ... {spelling})")
     width = max(map(len, params))
     for name in sorted(params):
         print(f"    {name:<{width}}  default {_default_text(params[name]):<10} "

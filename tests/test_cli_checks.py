@@ -120,5 +120,9 @@ def test_describe_lists_paper_join_types_and_each_parameter(capsys):
     assert out[1].split() [:2] == ["paper", "amjoin:"] and out[2].split() == ["join", "types", "inner"]
     assert out[4].split()[:4] == ["hot_threshold", "default", "100", "τ:"]
     assert main(["describe", "am_join", "lambda"]) == 2
+    assert main(["describe", "dynamic"]) == 0  # an online operator: stream takes both spellings
+    out = capsys.readouterr().out.splitlines()
+    assert out[3].split()[-3:] == ["<name>=value", "or", "param.<name>=value)"]
+    assert any(line.split()[:3] == ["eps", "default", "1.0"] for line in out)
     assert main(["describe", "no_such"]) == 2
     assert "unknown algorithm 'no_such'" in capsys.readouterr().err

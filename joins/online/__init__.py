@@ -317,14 +317,15 @@ def _summary(m, res, stream, policy, cost, joiners, budget) -> dict:
 
 
 def _pandas_output(rels, prefixes, tids: tuple[np.ndarray, ...], phases) -> pd.DataFrame:
-    from joins.online.source import TID
+    from joins.online.source import TID, nullable_integers
 
     parts = []
     for rel, prefix, t in zip(rels, prefixes, tids, strict=True):
         if rel.frame is not None:
             f = rel.frame.iloc[t]
         else:
-            f = rel.sdf.toPandas().set_index(TID).sort_index().loc[t]
+            f = (rel.sdf.toArrow().to_pandas(types_mapper=nullable_integers)
+                 .set_index(TID).sort_index().loc[t])
         f = f.reset_index(drop=True)
         f.columns = [prefix + c for c in f.columns]
         parts.append(f)

@@ -348,7 +348,8 @@ def validate(args: dict) -> dict:
         opts["rescale"] = _rescale(args["rescale"], op, sum(rows))
     if "checkpoint_dir" in args:
         opts["checkpoint_dir"] = _checkpoint_dir(args["checkpoint_dir"], args, paths)
-    extra = {k: v for k, v in args.items() if k not in _ENGINE}
+    # an operator's parameter as name= or, as describe and compare write it, param.name=
+    extra = {k.removeprefix("param."): v for k, v in args.items() if k not in _ENGINE}
     opts.update(_policy_check(op, joiners, {**opts, "graph": graph}, extra, rows[0],
                               sum(rows[1:])))
     opts["paths"] = paths

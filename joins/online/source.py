@@ -66,9 +66,11 @@ def load(spark, data, on: str | list[str], name: str, time: str | None = None,
                 raise SourceError(f"{name} has no column {c!r}; columns: {list(data.columns)}")
         seq = data["seq"].to_numpy(np.int64) if "seq" in data.columns else None
         t = _time_values(data[time], name, time) if time else None
-        return Relation(data[cols[0]].to_numpy(), np.arange(len(data), dtype=np.int64), seq,
+        # .array, not .to_numpy(): a nullable integer column with a null would become
+        # float64 and lose integers beyond 2^53
+        return Relation(data[cols[0]].array, np.arange(len(data), dtype=np.int64), seq,
                         data.reset_index(drop=True), None,
-                        {c: data[c].to_numpy() for c in cols}, t)
+                        {c: data[c].array for c in cols}, t)
     if isinstance(data, (str, Path)):
         if not Path(data).exists():
             raise SourceError(f"{name}: no such file or folder {data}")
@@ -82,11 +84,31 @@ def load(spark, data, on: str | list[str], name: str, time: str | None = None,
     sdf = data.withColumn(TID, F.monotonically_increasing_id())
     sdf = sdf.checkpoint() if reliable else sdf.localCheckpoint()
     sel = list(dict.fromkeys([TID, *need] + (["seq"] if "seq" in data.columns else [])))
-    tab = sdf.select(*sel).toArrow().to_pandas().sort_values(TID, kind="stable")
+    # integers as pandas' nullable integers: Arrow's default turns an integer column with a
+    # null into float64, which makes keys beyond 2^53 (hashed 64-bit ids) collide
+    tab = (sdf.select(*sel).toArrow().to_pandas(types_mapper=nullable_integers)
+           .sort_values(TID, kind="stable"))
     seq = tab["seq"].to_numpy(np.int64) if "seq" in tab.columns else None
     t = _time_values(tab[time], name, time) if time else None
-    return Relation(tab[cols[0]].to_numpy(), tab[TID].to_numpy(np.int64), seq, None, sdf,
-                    {c: tab[c].to_numpy() for c in cols}, t)
+    return Relation(tab[cols[0]].array, tab[TID].to_numpy(np.int64), seq, None, sdf,
+                    {c: tab[c].array for c in cols}, t)
+
+
+def nullable_integers(arrow_type):
+    """Arrow integer types as pandas' nullable integer dtypes (exact with nulls)."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(arrow_type):
+        return pd.api.types.pandas_dtype(str(arrow_type).replace("int", "Int").replace("uInt",
+                                                                                      "UInt"))
+    return None
+
+
+def _beyond_float(x: pd.Series) -> bool:
+    """Integers that float64 cannot hold exactly (beyond +-2^53), compared as Python ints
+    (an unsigned 64-bit value above 2^63 would wrap in int64)."""
+    x = x.dropna()
+    return bool(len(x)) and (int(x.max()) > 2**53 or int(x.min()) < -(2**53))
 
 
 def to_float_keys(*keys: np.ndarray, band: float | None = None) -> list[np.ndarray]:
@@ -100,8 +122,8 @@ def to_float_keys(*keys: np.ndarray, band: float | None = None) -> list[np.ndarr
     series = [pd.Series(k) for k in keys]
     numeric = all(pd.api.types.is_numeric_dtype(x) or pd.api.types.is_bool_dtype(x) or
                   x.isna().all() for x in series)
-    wide = numeric and any(pd.api.types.is_integer_dtype(x) and len(x.dropna()) and
-                           np.abs(x.dropna().astype("int64")).max() > 2**53 for x in series)
+    wide = numeric and any(pd.api.types.is_integer_dtype(x) and _beyond_float(x)
+                           for x in series)
     if not numeric or wide:
         if band is not None:
             raise SourceError("a band join needs numeric keys within +-2^53" if wide else

@@ -42,7 +42,10 @@ def no_spark(monkeypatch):
     (["operator=dynamic", "joiners=4", "epsilon=0.5"],
      "unknown parameter epsilon= for dynamic; did you mean eps=? (its parameters: decide_on, "
      "eps, initial, jump, warmup; engine options: band, "),
-    (["operator=dynamic", "joiners=4", "param.eps=0.5"], "param.eps= for dynamic; did you mean eps=?"),
+    # param.<name>= (describe's and compare's spelling) is the operator's parameter too
+    (["operator=dynamic", "joiners=4", "param.eps=5"], "dynamic: eps must be in (0, 1], got 5.0"),
+    (["operator=dynamic", "joiners=4", "param.epsilon=0.5"],
+     "unknown parameter epsilon= for dynamic; did you mean eps=?"),
     (["operator=dynamic", "joiners=4", "extra=1"], "unknown parameter extra= for dynamic"),
     (["operator=dynamic", "joiners=4", "n_r=1"], "unknown parameter n_r= for dynamic"),
     (["operator=static_mid", "joiners=4", "batchsize=10"],
