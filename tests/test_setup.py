@@ -28,3 +28,16 @@ def test_setup_puts_the_checkout_on_the_venv_path(tmp_path):
                             "import joins.registry; print(joins.registry.__file__)"],
                            cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     assert Path(found.strip()) == ROOT / "joins" / "registry.py"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_help_names_every_target():
+    """Every target a user can type (the .PHONY list, without the per-figure patterns) is in
+    `make help`, and so are both command-line tools."""
+    text = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout
+    phony = re.search(r"^\.PHONY:(.*?)(?<!\\)$", (ROOT / "Makefile").read_text(), re.M | re.S)
+    targets = [t for t in phony.group(1).replace("\\", " ").split() if not t.startswith("$(")]
+    assert len(targets) > 10
+    assert not [t for t in targets if not re.search(rf"\b{re.escape(t)}\b", text)]
+    assert "-m joins list|describe|run|compare|stream" in text and "-m datagen" in text

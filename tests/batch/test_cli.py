@@ -180,3 +180,23 @@ def test_an_existing_metrics_file_is_refused_before_spark(files, capsys):
     assert main(args(files, "explain=maybe")) == 2
     with pytest.raises(SparkStarted):
         main(args(files, f"metrics={files / 'new.parquet'}", "explain=true"))
+
+
+@pytest.mark.spark
+def test_run_writes_its_output_and_metrics(spark, tmp_path, capsys):
+    """The whole command on real Spark: the output is DuckDB's join as a multiset and the
+    metrics file holds the run's row (modeled time, tasks, the calibration it used)."""
+    from joins.oracle import assert_same_rows, oracle_join
+
+    left = pd.DataFrame({"key": [1] * 12 + [2, None], "a": range(14)})
+    right = pd.DataFrame({"key": [1] * 5 + [2, 2, None], "b": range(8)})
+    left.to_parquet(tmp_path / "A.parquet")
+    right.to_parquet(tmp_path / "B.parquet")
+    metrics = tmp_path / "M.parquet"
+    assert main(args(tmp_path, f"metrics={metrics}", "executors=2", "partitions=4")) == 0
+    assert_same_rows(pd.read_parquet(tmp_path / "OUT.parquet"),
+                     oracle_join(left, right, "key", "inner"))
+    m = pd.read_parquet(metrics)
+    assert len(m) == 1 and m.loc[0, "output_rows"] == 12 * 5 + 2
+    assert m.loc[0, "modeled_s"] > 0 and m.loc[0, "calibration_id"] and m.loc[0, "executors"] == 2
+    assert "calibration" in capsys.readouterr().out

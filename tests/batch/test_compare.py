@@ -123,3 +123,17 @@ def test_compare_stream_checks_each_operator(spark, tmp_path):
     assert t["exact"].all() and not cmp.errors
     assert (t["outputs"] == len(oracle_join(left, right, "key", "inner"))).all()
     assert "outputs (rows)" in format_table(cmp).splitlines()[0]
+
+
+@pytest.mark.spark
+def test_compare_command_writes_its_table_and_chart(spark, tmp_path, capsys):
+    pd.DataFrame({"key": [1] * 20 + [2], "a": range(21)}).to_parquet(tmp_path / "A.parquet")
+    pd.DataFrame({"key": [1] * 9 + [3], "b": range(10)}).to_parquet(tmp_path / "B.parquet")
+    out = tmp_path / "cmp"
+    assert main(_args(tmp_path, "algorithms=hash_join,broadcast_join", "executors=2",
+                      f"out={out}", "check=true")) == 0
+    table = pd.read_csv(out / "compare.csv")
+    assert list(table["algorithm"]) == ["hash_join", "broadcast_join"]
+    assert (table["output_rows"] == 180).all() and table["exact"].all()
+    assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"{out}/compare.csv" in capsys.readouterr().out
