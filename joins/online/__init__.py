@@ -149,8 +149,10 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         if program.inputs is not None and program.inputs != len(names):
             raise ValueError(f"operator {operator!r} joins {program.inputs} inputs, got "
                              f"{len(names)}; use mjoin for more")
-        if not graph.shared and program.name != "mjoin":
-            raise ValueError("a join on several attributes (edges) needs operator=mjoin")
+        if not graph.shared and not program.edges:
+            raise ValueError(f"operator {operator!r} joins on one shared attribute; a join on "
+                             "several attributes (edges) needs an operator whose program "
+                             "takes edges, e.g. operator=mjoin")
         if spill not in program.spill_modes:
             raise ValueError(f"the {program.name} program supports spill="
                              f"{'|'.join(program.spill_modes)}, not {spill!r}")
@@ -211,7 +213,7 @@ def _named(m: pd.DataFrame, names: list[str]) -> pd.DataFrame:
         return m
     ren = {}
     for c in m.columns:
-        if "@" in c:
+        if "@" in c and c.partition("@")[2].isdigit():
             base, _, i = c.partition("@")
             ren[c] = f"{base}_{names[int(i)]}"
     m = m.rename(columns=ren)

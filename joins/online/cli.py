@@ -18,7 +18,7 @@ an existing or unwritable out= or metrics=, ...) is reported in one line with ex
 before Spark starts. An existing output is never overwritten: ``force=true`` replaces only
 outputs this tool wrote (an out= folder holding its ``_joins_output.json``, a metrics= file it
 marked). Output columns are R's prefixed ``l_`` and S's ``r_`` (``<name>_`` for ``inputs=``),
-and ``phase`` (normal, cleanup). ``rescale=`` changes a static operator's units at the given
+and ``phase`` (normal, cleanup, or a program's own). ``rescale=`` changes a static operator's units at the given
 arrival numbers (a joiner count, or ``R+S`` units for join_biclique), to drive elasticity by
 hand. ``checkpoint_dir=`` (a folder every executor can reach) checkpoints the state there
 every ``checkpoint_every`` micro-batches, so the run recovers exactly from the loss of an

@@ -165,23 +165,39 @@ def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 class ProbeResult:
     """Output of probing: an exact count, and the result rows as tid tuples (one array per
-    input: (r_tid, s_tid) for two inputs) when asked for."""
+    input: (r_tid, s_tid) for two inputs) when asked for. A worker program may label outputs
+    with a phase of its own (DINER's ``arriving``, ``reactive``); unlabelled outputs belong to
+    the engine's phase (``normal`` or ``cleanup``)."""
 
-    __slots__ = ("count", "rows")
+    __slots__ = ("count", "rows", "by_phase")
 
     def __init__(self) -> None:
         self.count = 0
-        self.rows: list[tuple[np.ndarray, ...]] = []
+        self.rows: list[tuple[str | None, tuple[np.ndarray, ...]]] = []
+        self.by_phase: dict[str, int] = {}  # outputs of program-named phases
 
-    def add(self, n: int, *tids: np.ndarray) -> None:
+    def add(self, n: int, *tids: np.ndarray, phase: str | None = None) -> None:
         self.count += int(n)
+        if phase is not None:
+            self.by_phase[phase] = self.by_phase.get(phase, 0) + int(n)
         if tids and tids[0] is not None and len(tids[0]):
-            self.rows.append(tids)
+            self.rows.append((phase, tids))
 
     def pairs(self, width: int = 2) -> tuple[np.ndarray, ...]:
-        if not self.rows:
-            return tuple(EMPTY_I for _ in range(width))
-        return tuple(np.concatenate([r[k] for r in self.rows]) for k in range(width))
+        return _stack([t for _, t in self.rows], width)
+
+    def pairs_by_phase(self, width: int, default: str) -> dict[str, tuple[np.ndarray, ...]]:
+        """The rows grouped by phase (unlabelled ones under ``default``)."""
+        groups: dict[str, list] = {}
+        for ph, t in self.rows:
+            groups.setdefault(ph or default, []).append(t)
+        return {ph: _stack(rows, width) for ph, rows in groups.items()}
+
+
+def _stack(rows: list[tuple[np.ndarray, ...]], width: int) -> tuple[np.ndarray, ...]:
+    if not rows:
+        return tuple(EMPTY_I for _ in range(width))
+    return tuple(np.concatenate([r[k] for r in rows]) for k in range(width))
 
 
 def probe(store: SideStore, probes: SideStore, probes_are_r: bool,

@@ -228,7 +228,12 @@ def step(pid: int, records, report) -> PartitionState:
                 del state.workers[wid]
     state.outgoing = []
     ticks = [i for i, op in enumerate(chunk.ops) if isinstance(op, TickEnd)]
+    tick_of = {}  # op index -> the tick it belongs to (the next tick end's)
+    for i in reversed(range(len(chunk.ops))):
+        op = chunk.ops[i]
+        tick_of[i] = op.tick if isinstance(op, TickEnd) else tick_of.get(i + 1, ctx.batch)
     for i, op in enumerate(chunk.ops):
+        ctx.batch = tick_of[i]  # deliveries see the tick they belong to
         if isinstance(op, TickEnd):
             if i == ticks[-1]:
                 _send(state, chunk, prog, acc)
@@ -245,9 +250,12 @@ def step(pid: int, records, report) -> PartitionState:
                            overflow=over, **prog.report(ws), **c)
                 for k, v in enumerate(stored):
                     row[f"stored@{k}"] = v
+                for ph, n in o.by_phase.items():  # outputs of the program's own phases
+                    row[f"outputs_{ph}"] = n
                 rows.append(row)
                 if want:
-                    pairs.setdefault(phase, []).append(o.pairs(n_in))
+                    for ph, arrays in o.pairs_by_phase(n_in, phase).items():
+                        pairs.setdefault(ph, []).append(arrays)
             counts.clear()
             outs.clear()
             continue

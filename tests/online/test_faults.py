@@ -20,7 +20,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -31,22 +30,13 @@ from joins.online import programs, run_stream
 from joins.online.engine import Engine, StreamFailure, _step_failure
 from joins.online.programs.base import commit_file
 from joins.oracle import assert_same_rows, oracle_join
+from tests.frames import hot_key_streams as _inputs
 from tests.online.faulty_program import FailingJoiner
 
 ROOT = Path(__file__).resolve().parents[2]
 
 TIMING = ("seconds", "cpu_seconds", "batch_wall_seconds", "modeled_cost")  # measured: differ between runs
 COUNTS = ("outputs", "received", "migrated", "sent", "spilled", "probes", "expired")
-
-
-def _inputs():
-    """Hot key 3 in both relations, hot key 7 only in R, nulls (as test_spark_engine's)."""
-    rng = np.random.default_rng(11)
-    rk = list(rng.integers(0, 25, 120)) + [3] * 30 + [7] * 25 + [None] * 4
-    sk = list(rng.integers(0, 25, 300)) + [3] * 40 + [None] * 3
-    r = pd.DataFrame({"key": pd.array(rk, dtype="Int64"), "a": np.arange(len(rk)) % 50})
-    s = pd.DataFrame({"key": pd.array(sk, dtype="Int64"), "b": np.arange(len(sk)) % 80})
-    return r, s
 
 
 # scenario -> run_stream keywords (joiners=4 or 8 on 2 partitions, 5-6 micro-batches)

@@ -183,3 +183,22 @@ def test_evicted_state_and_clean_up_phase_give_every_result_once(r, s, op, batch
         assert res.summary["status"] == "overflow"
         assert (m.groupby("batch")["r_stored"].sum() + m.groupby("batch")["s_stored"].sum()
                 <= 4 * budget + 0).all()
+
+
+def test_a_program_names_its_own_phases(monkeypatch):
+    """Output rows and per-tick counts carry a phase the program names, with no engine edit."""
+    from joins.online import programs
+    from tests.frames import hot_key_streams
+    from tests.online.phased_program import LatePhaseMJoin
+
+    r, s = hot_key_streams()
+    monkeypatch.setattr(programs, "load", lambda name: LatePhaseMJoin)
+    res = run_stream(None, r, s, operator="mjoin", joiners=3, batch_size=100,
+                     collect_output=True, progress=False, backend="local")
+    assert_same_rows(res.output, oracle_join(r, s))
+    late = res.output["phase"] == "late"
+    assert 0 < late.sum() < len(res.output) and set(res.output["phase"]) == {"normal", "late"}
+    m = res.metrics
+    assert m["outputs_late"].fillna(0).sum() == late.sum()
+    assert (m.loc[m["batch"] < 2, "outputs_late"].fillna(0) == 0).all()
+    assert m["outputs"].sum() == len(res.output)

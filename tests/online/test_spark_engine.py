@@ -16,20 +16,11 @@ from hypothesis import strategies as st
 from joins.online import run_stream
 from joins.oracle import assert_same_rows, oracle_join
 from tests.examples import examples
+from tests.frames import hot_key_streams as _inputs
 from tests.frames import to_spark
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _inputs():
-    """Hot key 3 in both relations, hot key 7 only in R, nulls, duplicate rows."""
-    rng = np.random.default_rng(11)
-    rk = list(rng.integers(0, 25, 120)) + [3] * 30 + [7] * 25 + [None] * 4
-    sk = list(rng.integers(0, 25, 300)) + [3] * 40 + [None] * 3
-    r = pd.DataFrame({"key": pd.array(rk, dtype="Int64"), "a": np.arange(len(rk)) % 50})
-    s = pd.DataFrame({"key": pd.array(sk, dtype="Int64"), "b": np.arange(len(sk)) % 80})
-    return r, s
 
 
 OPS = [("dynamic", None), ("static_mid", None), ("static_opt", None), ("shj", None),

@@ -70,6 +70,7 @@ class Program:
 
     name = ""
     inputs: int | None = 2  # how many inputs the program joins (None: any)
+    edges: bool = False  # joins on several attributes (a graph of edges), not one shared key
     moves: tuple[str, ...] = ("rejoin", "handoff", "boundary")  # move modes it supports
     spill_modes: tuple[str, ...] = ("charge",)
 

@@ -72,6 +72,7 @@ def _slots(cfg, i: int) -> int:
 class MJoin(Program):
     name = "mjoin"
     inputs = None
+    edges = True
     moves = ("handoff", "boundary")
     spill_modes = ("charge",)
 
