@@ -204,6 +204,25 @@ def _compared_series(spec: dict) -> list[str]:
     return []
 
 
+def _decisive_pair(results: pd.DataFrame, spec: dict) -> list[str]:
+    """For a ratio against a list of series: the numerator and the one series that decides the
+    ratio at every x (the fastest other, say), when one does; a tie by construction with it
+    (Spark3-Join running Hash-Join's plan) must not pass for a win over all."""
+    if spec.get("type") != "ratio" or isinstance(spec.get("denominator"), str):
+        return []
+    values = {}
+    for name in spec["denominator"]:
+        try:
+            values[name] = _metric(results, name, spec["metric"], spec)
+        except _NoData:  # failed everywhere: beaten by any result, decides nothing
+            continue
+    frame = pd.DataFrame(values).dropna(how="all")
+    if frame.empty:
+        return []
+    best = frame.idxmin(axis=1) if spec.get("reduce", "min") == "min" else frame.idxmax(axis=1)
+    return [spec["numerator"], best.iloc[0]] if best.nunique() == 1 else []
+
+
 def _same(a: pd.Series, b: pd.Series) -> bool:
     both = pd.DataFrame({"a": a, "b": b}).dropna()
     scale = both.abs().max(axis=1).clip(lower=1e-300)
@@ -232,6 +251,8 @@ def _cannot_discriminate(results: pd.DataFrame, spec: dict) -> str | None:
     names = _compared_series(spec)
     if "unit" not in results.columns:
         return None
+    if not names:
+        names = _decisive_pair(results, spec)
     units = set(results.loc[results.metric == metric, "unit"].dropna().unique())
     if not units or not units <= MODELED_TIME_UNITS:
         return None

@@ -198,3 +198,17 @@ def test_a_flat_series_is_by_construction_and_a_target_may_say_why():
     said = {"id": "T", "claim": "c", "check": flat, "by_construction": "routing ignores z"}
     [v] = evaluate([said], moving)
     assert v.verdict == "by construction" and v.measured.endswith("routing ignores z)")
+
+
+def test_a_tie_by_construction_with_the_deciding_one_of_a_list_is_flagged():
+    """"Fastest of all" against [b, c, d] where b runs a's plan (the same counts and time,
+    Spark3-Join beside Hash-Join): b decides the ratio (exactly 1), so the check cannot fail;
+    without b the real competitors decide and it is met."""
+    rows = _timed({"a": {0.0: 2.0}, "b": {0.0: 2.0}, "c": {0.0: 2.6}, "d": {0.0: 3.0}},
+                  {"a": {0.0: 5}, "b": {0.0: 5}, "c": {0.0: 9}, "d": {0.0: 8}})
+    check = {"type": "ratio", "metric": "t", "numerator": "a", "denominator": ["b", "c", "d"],
+             "max": 1.0}
+    [v] = evaluate([{"id": "T", "claim": "c", "check": check}], rows)
+    assert v.verdict == "by construction" and "a and b have identical t" in v.measured
+    real = {**check, "denominator": ["c", "d"]}
+    assert evaluate([{"id": "T", "claim": "c", "check": real}], rows)[0].verdict == "met"
