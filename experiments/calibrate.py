@@ -13,7 +13,8 @@ the batch (online) constants only and keeps the other ones the current calibrati
 (:mod:`joins.online.spill_store`). ``parts=percount`` measures the online constants one count
 at a time (:func:`joins.online.calibration.calibrate_per_count`: ``n=`` tuples per input,
 ``repeats=``) and writes them, with the runs that measured each one, to a file of its own
-(``out=``, default ``calibration/online-percount-<date>.json``); it changes no calibration
+(``out=``, default ``calibration/online-percount-<date>.json``; ``reuse=FILE`` takes an
+earlier file's runs and measures only the experiments it lacks); it changes no calibration
 that results use.
 """
 
@@ -171,8 +172,25 @@ def _per_count(opts: dict) -> int:
                         f"online-percount-{time.strftime('%Y%m%d')}.json"))
     current = load_calibration()
     spark = get_spark(**{**preset, "driver_memory": "6g"})
-    result = calibrate_per_count(spark, n=int(opts.get("n", 200_000)),
-                                 repeats=int(opts.get("repeats", 5)),
+    n, repeats = int(opts.get("n", 200_000)), int(opts.get("repeats", 5))
+    data = None
+    if "reuse" in opts:  # an earlier file's runs; only the experiments it lacks are measured
+        import pandas as pd
+
+        from joins.online.calibration import count_experiments, measure_counts
+
+        earlier = json.loads(Path(opts["reuse"]).read_text())
+        if earlier["n"] != n:
+            print(f"error: {opts['reuse']} measured n={earlier['n']}, not n={n}",
+                  file=sys.stderr)
+            return 2
+        old = pd.DataFrame(earlier["runs"])
+        missing = tuple(e for e in count_experiments(n) if e.name not in set(old.experiment))
+        print(f"reusing {len(old)} runs of {opts['reuse']}; measuring "
+              f"{', '.join(e.name for e in missing) or 'nothing'}")
+        data = pd.concat([old, measure_counts(spark, missing, repeats=repeats, n=n)],
+                         ignore_index=True)
+    result = calibrate_per_count(spark, n=n, repeats=repeats, data=data,
                                  base={**current.online, "calibration_id":
                                        f"{current.id} ({current.online.get('calibration_id')})"})
     result.update(machine=f"{platform.node()} {platform.machine()}".strip(),
@@ -180,7 +198,9 @@ def _per_count(opts: dict) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     for name, rec in result["measurements"].items():
-        print(f"{name}: {result['online'][name]:.3g} s ({rec['runs']}) {rec.get('note', '')}")
+        if name in result["online"]:  # (the checks are recorded beside the constants)
+            print(f"{name}: {result['online'][name]:.3g} s ({rec['runs']}) "
+                  f"{rec.get('note', '')}")
     bad = check_zero_constants(result)
     print(f"wrote {out}" + (f"; constants of 0 without a negligible measurement: {bad}"
                             if bad else ""))

@@ -232,6 +232,28 @@ def count_experiments(n: int = 20_000) -> tuple[CountExperiment, ...]:
             "stored: both fitted jointly (per_expired and per_stored)",
             also=("stored_batches",)),
         CountExperiment(
+            "state_and_rows", "stored_batches",
+            (CountRun("shj", (n, n), _HUGE, batches=5), CountRun("shj", (n, n), _HUGE, batches=20),
+             CountRun("shj", (n, n), _HUGE, batches=40), CountRun("shj", (q, q), _HUGE, batches=40),
+             CountRun("shj", (n, n), _HUGE, batches=20, joiners=16)),
+            "shj, no outputs: 5, 20, 40 micro-batches of n tuples per input, 40 of n/4, 20 with "
+            "16 joiners; the stored tuple-batches and the (micro-batch, worker) rows vary apart "
+            "(fitted jointly: per_stored and per_worker), the deliveries are charged first at "
+            "both_received's slope; the runs' wall time beyond the workers' gives "
+            "fixed_per_batch (slope on micro-batches, jointly with the deliveries)",
+            also=("rows",)),
+        CountExperiment(
+            "migrated", "moved",
+            tuple(CountRun("shj", (n, n), _HUGE, joiners=8, batches=10,
+                           options=(("groups", 64),) + (() if k == 8 else
+                                                       (("rescale", ((n, (k,)),)),)))
+                  for k in (8, 4, 6)),
+            "shj on 8 joiners with 64 partition groups, scaled in to 4 or 6 joiners (or not) "
+            "at the middle of the stream: the groups whose joiner changes move (sent and "
+            "received: about 1/2 of the state for 4, more for 6, as a group's joiner is its "
+            "number modulo the joiners); the same deliveries, no outputs; rows and stored "
+            "state are charged first at the state_and_rows constants"),
+        CountExperiment(
             "mjoin3_received", "received",
             tuple(CountRun("mjoin", (k, k, k), _HUGE) for k in (n // 3, 2 * n // 3, n)),
             "mjoin on 3 inputs (a tuple is stored and probes once: no partial matches), "
@@ -264,6 +286,7 @@ def measure_counts(spark, experiments: tuple[CountExperiment, ...] | None = None
     from joins.online import run_stream
 
     experiments = experiments or count_experiments(n)
+    cores = spark.sparkContext.defaultParallelism if spark is not None else 1
     rows = []
     for rep in range(repeats):
         for e in experiments:
@@ -287,10 +310,12 @@ def measure_counts(spark, experiments: tuple[CountExperiment, ...] | None = None
                 sums = m.select_dtypes("number").sum()
                 row = {"experiment": e.name, "run": i, "repeat": rep, "wall": wall,
                        "rows": len(m), "batches": m["batch"].nunique(),
-                       "stored_batches": float((m["r_stored"] + m["s_stored"]).sum())}
+                       "stored_batches": float((m["r_stored"] + m["s_stored"]).sum()),
+                       "cores": cores}
                 for c in ("seconds", "cpu_seconds", "received", "store_received", "probe_received", "probes",
                           "outputs", "expired", "migrated", "sent", "spilled", "disk_probes"):
                     row[c] = float(sums.get(c, 0.0))
+                row["moved"] = row["migrated"] + row["sent"]  # what per_migrated charges
                 rows.append(row)
                 log(f"[{rep}] {e.name} run {i}: {row['seconds']:.3f} worker s "
                     f"({row['cpu_seconds']:.3f} CPU), "
@@ -364,12 +389,17 @@ DERIVED = {
     "per_probe": ("both_received - store_received", "B - S"),
     "per_received": ("store_received + probe_received - both_received", "S + P - B"),
     "per_expired": ("expired", "slope on expired, fitted jointly with stored_batches"),
+    "per_stored": ("state_and_rows", "slope on stored tuple-batches, jointly with rows"),
+    "per_worker": ("state_and_rows", "slope on (micro-batch, worker) rows, jointly with the "
+                                     "stored tuple-batches"),
+    "per_migrated": ("migrated", "slope on moved tuples (sent + received)"),
+    "fixed_per_batch": ("state_and_rows", "slope of the runs' wall time beyond the workers' "
+                                          "(their seconds over the cores) on micro-batches"),
 }
 # measured for the record (checks), not constants of the model
 CHECKS = ("output_count_only", "mjoin3_received", "mjoin3_probes")
 # constants the per-count runs do not vary: kept from the calibration in force
-KEPT = ("fixed_per_batch", "per_worker", "per_migrated", "per_stored", "per_spilled",
-        "per_disk_probe")
+KEPT = ("per_spilled", "per_disk_probe")
 
 
 def derive_constants(slopes: dict[str, dict], base: dict, *, z: float = 2.0,
@@ -395,6 +425,11 @@ def derive_constants(slopes: dict[str, dict], base: dict, *, z: float = 2.0,
         "per_probe": comb(("both_received",), ("store_received",)),
         "per_received": comb(("store_received", "probe_received"), ("both_received",)),
         "per_expired": sl["expired"],
+        "per_stored": sl["state_and_rows"],
+        "per_worker": (slopes["state_and_rows"]["joint"]["rows"]["slope"],
+                       slopes["state_and_rows"]["joint"]["rows"]["se"]),
+        "per_migrated": sl["migrated"],
+        "fixed_per_batch": (slopes["fixed_per_batch"]["slope"], slopes["fixed_per_batch"]["se"]),
     }
     constants, records = {}, {}
     def judge(val: float, se: float) -> tuple[float, bool, str]:
@@ -432,6 +467,17 @@ def derive_constants(slopes: dict[str, dict], base: dict, *, z: float = 2.0,
     return {"constants": constants, "records": records}
 
 
+def fixed_per_batch(runs: pd.DataFrame) -> dict:
+    """The per-micro-batch cost beyond the workers' (scheduling, task launch, the driver's
+    step): the slope of each run's wall time less its workers' elapsed seconds over the cores,
+    on its micro-batches, fitted jointly with its deliveries (loading and routing the input)."""
+    y = runs["wall"].to_numpy(float) - runs["seconds"].to_numpy(float) / runs["cores"].to_numpy(float)
+    (b, se), _ = slopes_ols(y, runs["batches"], runs["received"])
+    return {"count": "batches", "slope": b, "se": se, "points": len(runs),
+            "levels": sorted({float(v) for v in runs["batches"]}),
+            "what": "wall time beyond the workers' on micro-batches (state_and_rows runs)"}
+
+
 def check_zero_constants(data: dict) -> list[str]:
     """The rule of the per-count calibration file: every constant of 0 carries a measurement
     that found it negligible. Returns the constants that break it."""
@@ -463,19 +509,34 @@ def calibrate_per_count(spark, *, n: int = 200_000, repeats: int = 5, seed: int 
     if data is None:
         data = measure_counts(spark, experiments, repeats=repeats, seed=seed, n=n, log=log)
     # stored state grows with the stored deliveries (about 3 stored tuple-batches per one in
-    # 5 micro-batches), and no design here separates the two outside a window: the stored
-    # state is charged first at the calibration in force's per_stored (the windowed runs'
-    # joint slope on it includes the expiry scan of every tick, recorded as a check)
+    # 5 micro-batches): the delivery designs charge it first at per_stored, which
+    # state_and_rows measures with the deliveries charged first at both_received's slope; the
+    # two are solved together by a few rounds of substitution (from the per_stored in force)
     per_stored = float(base.get("per_stored", 0.0))
-    adjust = {e: {"stored_batches": per_stored}
-              for e in ("store_received", "probe_received", "both_received",
-                        "mjoin3_received", "mjoin3_probes", "output_pairs",
-                        "output_count_only")}
-    first = experiment_slopes(data, experiments, adjust, clock)
-    # mjoin materialises its results: charge them at per_output before the probes' slope
-    adjust["mjoin3_probes"]["outputs"] = max(0.0, first["output_pairs"]["slope"])
+    names = {e.name for e in experiments}
+    for _ in range(4):
+        adjust = {e: {"stored_batches": per_stored}
+                  for e in ("store_received", "probe_received", "both_received",
+                            "mjoin3_received", "mjoin3_probes", "output_pairs",
+                            "output_count_only")}
+        first = experiment_slopes(data, experiments, adjust, clock)
+        # mjoin materialises its results: charge them at per_output before the probes' slope
+        adjust["mjoin3_probes"]["outputs"] = max(0.0, first["output_pairs"]["slope"])
+        if "state_and_rows" not in names:
+            break
+        both = first["both_received"]["slope"]
+        adjust["state_and_rows"] = {"received": both}
+        state = experiment_slopes(data, experiments, adjust, clock)["state_and_rows"]
+        per_stored = state["slope"]
+    if "migrated" in names:
+        state = experiment_slopes(data, experiments, adjust, clock)["state_and_rows"]
+        adjust["migrated"] = {"received": first["both_received"]["slope"],
+                              "stored_batches": state["slope"],
+                              "rows": state["joint"]["rows"]["slope"]}
     slopes = experiment_slopes(data, experiments, adjust, clock)
     elapsed = experiment_slopes(data, experiments, adjust, "seconds")
+    if "state_and_rows" in names:
+        slopes["fixed_per_batch"] = fixed_per_batch(data[data["experiment"] == "state_and_rows"])
     derived = derive_constants(slopes, base)
     joint = slopes["expired"]["joint"]["stored_batches"]
     derived["records"]["per_stored"]["windowed"] = {

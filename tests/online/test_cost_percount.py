@@ -82,8 +82,10 @@ def _slopes(s: float, p: float, b: float, se: float = 1e-9, out: float = 1e-7,
             out0: float = 0.0, exp: float = 3e-7, stored: float = 4e-8) -> dict:
     sl = {"store_received": s, "probe_received": p, "both_received": b,
           "output_pairs": out, "output_count_only": out0, "expired": exp}
+    sl.update(state_and_rows=stored, migrated=2e-6, fixed_per_batch=0.1)
     d = {k: {"slope": v, "se": se} for k, v in sl.items()}
-    d["expired"]["joint"] = {"stored_batches": {"slope": stored, "se": se}}
+    d["expired"]["joint"] = {"stored_batches": {"slope": 1e-7, "se": se}}
+    d["state_and_rows"]["joint"] = {"rows": {"slope": 1e-4, "se": se}}
     return d
 
 
@@ -97,8 +99,12 @@ def test_constants_come_from_the_runs_that_vary_them():
     assert c["per_store_received"] == pytest.approx(store)
     assert c["per_probe"] == pytest.approx(probe)
     assert c["per_output"] == pytest.approx(1e-7) and c["per_expired"] == pytest.approx(3e-7)
-    assert c["per_stored"] == 3e-8 and d["records"]["per_stored"]["runs"] == "kept"
-    assert c["per_migrated"] == 2e-6 and d["records"]["per_migrated"]["runs"] == "kept"
+    assert c["per_stored"] == pytest.approx(4e-8)
+    assert d["records"]["per_stored"]["runs"] == "state_and_rows"
+    assert c["per_worker"] == pytest.approx(1e-4) and c["fixed_per_batch"] == pytest.approx(0.1)
+    assert c["per_migrated"] == pytest.approx(2e-6)
+    assert d["records"]["per_migrated"]["runs"] == "migrated"
+    assert d["records"]["per_spilled"]["runs"] == "kept"  # the spill store's, measured apart
     assert d["records"]["per_output"]["count_only"]["negligible"]
 
 
@@ -173,6 +179,13 @@ def test_designs_vary_one_count_and_hold_the_others():
     assert same("expired", "probes") and by["expired"]["outputs"].sum() == 0
     assert varies("mjoin3_received", "received")
     assert varies("mjoin3_probes", "probes") and same("mjoin3_probes", "received")
+    st = by["state_and_rows"]  # stored state and rows vary apart (not collinear)
+    assert st["outputs"].sum() == 0
+    design = np.column_stack([np.ones(len(st)), st["stored_batches"], st["rows"]])
+    assert np.linalg.matrix_rank(design) == 3 and st["batches"].nunique() >= 3
+    mig = by["migrated"]
+    assert varies("migrated", "moved") and mig["moved"].iloc[0] == 0
+    assert same("migrated", "received") and mig["outputs"].sum() == 0
 
 
 def test_fit_keeps_per_count_constants_and_fits_the_rest():
