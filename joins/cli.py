@@ -272,11 +272,9 @@ def _write_comparison(cmp, out, **info: Any) -> None:
     print(f"table and chart -> {out}/compare.csv, {out}/compare.png")
 
 
-def cmd_compare_stream(opts: dict[str, str]) -> int:
-    """Several online operators on the same stream, one table (and a chart with out=)."""
-    required = ("operators", "r", "s", "joiners")
-    known = set(required) | {"on", "batch_size", "order", "seed", "spark", "check", "out",
-                             "force"}
+def _check_compare_options(opts: dict[str, str], required: tuple[str, ...],
+                           known: set[str]) -> None:
+    """Unknown options (with the closest valid one) and missing ones, as one usage line."""
     unknown = [k for k in opts if k not in known and not k.startswith("param.")]
     if unknown:
         guess = closest(unknown[0], known)
@@ -285,6 +283,14 @@ def cmd_compare_stream(opts: dict[str, str]) -> int:
     missing = [k for k in required if k not in opts]
     if missing:
         raise CliError(f"missing {', '.join(missing)} (python -m joins compare --help)")
+
+
+def cmd_compare_stream(opts: dict[str, str]) -> int:
+    """Several online operators on the same stream, one table (and a chart with out=)."""
+    required = ("operators", "r", "s", "joiners")
+    known = set(required) | {"on", "batch_size", "order", "seed", "spark", "check", "out",
+                             "force"}
+    _check_compare_options(opts, required, known)
     algos = _compare_names(opts, "operators", "online")
     given = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
     params = _compare_params(algos, given)
@@ -334,14 +340,7 @@ def cmd_compare(opts: dict[str, str]) -> int:
     required = ("algorithms", "left", "right")
     known = set(required) | {"on", "how", "executors", "partitions", "spark", "seed", "check",
                              "out", "force"}
-    unknown = [k for k in opts if k not in known and not k.startswith("param.")]
-    if unknown:
-        guess = closest(unknown[0], known)
-        raise CliError(f"unknown option(s) {', '.join(unknown)}"
-                       f"{f'; did you mean {guess}?' if guess else ''} (python -m joins compare --help)")
-    missing = [k for k in required if k not in opts]
-    if missing:
-        raise CliError(f"missing {', '.join(missing)} (python -m joins compare --help)")
+    _check_compare_options(opts, required, known)
     algos = _compare_names(opts, "algorithms", "batch")
     names = [a.name for a in algos]
     how, on = opts.get("how", "inner"), opts.get("on", "key")

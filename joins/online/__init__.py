@@ -145,6 +145,11 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
                          band=band, **extra, **operator_params)
         policy = _rescaled(policy, rescale)
+        most = policy.layout.max_inputs
+        if most is not None and len(names) > most:
+            raise ValueError(f"operator {operator!r} routes with a {policy.layout.kind} layout, "
+                             f"which has {most} sides; {len(names)} inputs need a hash or "
+                             "one-site layout (e.g. operator=mjoin)")
         program = programs.load(getattr(policy, "program", "joiner"))()
         if program.inputs is not None and program.inputs != len(names):
             raise ValueError(f"operator {operator!r} joins {program.inputs} inputs, got "

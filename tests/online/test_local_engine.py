@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -202,3 +203,31 @@ def test_a_program_names_its_own_phases(monkeypatch):
     assert m["outputs_late"].fillna(0).sum() == late.sum()
     assert (m.loc[m["batch"] < 2, "outputs_late"].fillna(0) == 0).all()
     assert m["outputs"].sum() == len(res.output)
+
+
+def test_tick_rows_carry_their_event_time_range():
+    """tick=T: every metric row is one tick [t0, t1), T wide from the first arrival's time,
+    empty ticks included."""
+    rng = np.random.default_rng(4)
+    r = pd.DataFrame({"key": rng.integers(0, 5, 40), "t": np.sort(rng.uniform(0, 95, 40))})
+    s = pd.DataFrame({"key": rng.integers(0, 5, 30), "t": np.r_[np.sort(rng.uniform(0, 40, 30))]})
+    res = run_stream(None, r, s, operator="shj", joiners=2, time="t", tick=10.0,
+                     collect_output=True, progress=False, backend="local")
+    assert_same_rows(res.output, oracle_join(r, s))
+    m = res.metrics
+    start = min(r["t"].min(), s["t"].min())
+    assert np.allclose(m["t1"] - m["t0"], 10.0)
+    assert np.allclose(m["t0"], start + m["batch"] * 10.0)
+    ticks = int((max(r["t"].max(), s["t"].max()) - start) // 10) + 1
+    assert sorted(m["batch"].unique()) == list(range(ticks))
+    received = m.groupby("batch")["received"].sum()
+    late = m["t0"].groupby(m["batch"]).first() >= 40  # S is silent from 40 on: only R arrives
+    assert received[late].sum() == sum(((r["t"] >= t) & (r["t"] < t + 10)).sum()
+                                       for t in m["t0"].groupby(m["batch"]).first()[late])
+
+
+def test_a_two_sided_layout_refuses_a_third_input():
+    frames = {nm: pd.DataFrame({"key": [1, 2]}) for nm in "ABC"}
+    with pytest.raises(ValueError, match="grid layout, which has 2 sides"):
+        run_stream(None, inputs=frames, operator="static_mid", joiners=4, progress=False,
+                   backend="local")
