@@ -80,6 +80,9 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("mjoin", "online", "diner", "joins.online.operators:mjoin", ("inner",),
                   "MJoin: n-way symmetric hash join (DINER's baseline, D-CAPE's per-machine "
                   "join)"),
+        Algorithm("diner", "online", "diner", "joins.online.operators:diner", ("inner",),
+                  "DINER: single-site join under a memory budget, Up/Md/Lw flushing, "
+                  "ReactiveNL between arrivals, clean-up"),
     ]
 }
 

@@ -150,7 +150,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
             raise ValueError(f"operator {operator!r} routes with a {policy.layout.kind} layout, "
                              f"which has {most} sides; {len(names)} inputs need a hash or "
                              "one-site layout (e.g. operator=mjoin)")
-        program = programs.load(getattr(policy, "program", "joiner"))()
+        program = programs.load(getattr(policy, "program", "joiner"))(
+            **getattr(policy, "program_params", {}))
         if program.inputs is not None and program.inputs != len(names):
             raise ValueError(f"operator {operator!r} joins {program.inputs} inputs, got "
                              f"{len(names)}; use mjoin for more")

@@ -79,9 +79,11 @@ class Policy:
 class Static(Policy):
     """A fixed layout (STATICMID, STATICOPT, SHJ, MJoin)."""
 
-    def __init__(self, layout: Layout, program: str = "joiner") -> None:
+    def __init__(self, layout: Layout, program: str = "joiner",
+                 program_params: dict | None = None) -> None:
         self.layout = layout
         self.program = program
+        self.program_params = dict(program_params or {})  # the program's own settings
 
 
 class DynamicGrid(Policy):

@@ -400,11 +400,13 @@ class Engine:
                                m=new.mapping[1], joiners=new.joiners,
                                migration_tuples=transfer.total, migration_end_batch=-1, **info))
 
-        cleanup = self.cfg.spill == "evict"
-        if cleanup and not (isinstance(pol, Static) or pol.layout.move_mode == "boundary"):
+        evict = self.cfg.spill == "evict"
+        # a clean-up phase after the stream: evicted state, or a program's own (DINER's)
+        cleanup = evict or getattr(self.cfg.program, "cleans_up", False)
+        if evict and not (isinstance(pol, Static) or pol.layout.move_mode == "boundary"):
             raise ValueError("spill='evict' (clean-up phase) supports static layouts and moves "
                              "at batch boundaries (relocation, hash rescaling) only")
-        if cleanup and pol.layout.kind == "biclique":
+        if evict and pol.layout.kind == "biclique":
             raise ValueError("spill='evict' needs a layout where each pair meets at one worker "
                              "(grid or hash); a join-biclique stores R and S apart")
         gather = False

@@ -114,3 +114,20 @@ def relocating_shj(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
         raise ValueError("relocating_shj is an equi-join operator")
     return RelocatingHash(HashLayout.initial(joiners, groups), theta=theta,
                           min_batches=min_batches)
+
+
+def diner(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
+          controller: str = "exact", band: float | None = None, tups_per_block: int = 50,
+          max_outer_mem: int = 19, max_new_arr: int = 1000, wait_thresh: float = 25.0,
+          c_read: float = 0.2, c_write: float = 0.2, c_join: float = 0.05,
+          c_arrive: float = 0.0, **extra):
+    """DINER (paper ``diner``): one site under the memory budget (``budget=`` tuples), the
+    Up/Md/Lw flushing policy, ReactiveNL when no tuple arrives for ``wait_thresh`` and the
+    clean-up (:mod:`joins.online.programs.diner`). Costs in the arrival times' unit."""
+    _unused("diner", extra)
+    if joiners != 1:
+        raise ValueError("diner is a single-site operator: joiners=1")
+    return Static(OneSiteLayout(), program="diner", program_params=dict(
+        tups_per_block=tups_per_block, max_outer_mem=max_outer_mem, max_new_arr=max_new_arr,
+        wait_thresh=wait_thresh, c_read=c_read, c_write=c_write, c_join=c_join,
+        c_arrive=c_arrive, seed=seed))

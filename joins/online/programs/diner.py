@@ -1,0 +1,476 @@
+"""DINER (Bornea et al., TKDE; paper ``diner``): a single-site join under a memory budget that
+maximises the results produced while the inputs arrive, as a worker program.
+
+One worker holds the operator: both relations' in-memory tuples (sorted on the key: the
+paper's index), the six counters per relation of Alg 3, the disk partitions
+(:class:`~joins.online.disk_blocks.BlockDisk`, real files) and a virtual clock. Arrivals carry
+their event time (``time=``; without one, the arrival number). The program processes them in
+time order, one at a time, as the paper's operator does:
+
+* **Arriving phase** (Alg 1): probe the other relation's in-memory tuples (results now, phase
+  ``arriving``), set the join bits, update the statistics, flush blocks while the memory (the
+  in-memory tuples plus the input buffer: arrivals whose time has come but that wait) would
+  pass the budget, then index the tuple.
+* **Flushing policy** (Algs 2-3): the victim relation is the one with more tuples in memory;
+  its region (Up, Lw, Md) with the smallest benefit (joins per tuple since the last flush)
+  gives a block of ``tups_per_block`` tuples, Up and Lw from the key ends, Md by a clock over
+  the join bits; a region that cannot fill the block hands over to the next-lowest benefit.
+* **Reactive phase** (Alg 4, ReactiveNL): when no tuple arrives for ``wait_thresh`` time
+  units, join disk blocks with disk blocks (outer batches of up to ``max_outer_mem`` blocks
+  against a frozen prefix of the inner), one inner block at a time, returning to the arrivals
+  once more than ``max_new_arr`` tuples wait. Pairs whose [ATS, DTS] intervals overlap met in
+  memory and are skipped. Results: phase ``reactive``.
+* **Clean-up** (2.7): after the last arrival, every in-memory tuple is flushed and ReactiveNL
+  runs to completion with all the memory but one block for the outer batch (the engine's
+  phase ``cleanup``).
+
+Time model: a block write costs ``c_write``, a block read ``c_read``, an inner block's join
+with the loaded outer batch ``c_join``, an arrival ``c_arrive`` (all in the arrival times'
+unit; fixed in the config, never fitted to a result). Choices where the paper is garbled or
+silent (each written in the figure config that uses it):
+
+* memory: ``mem + buffered + 1 > budget`` flushes before an arrival is indexed (Alg 1 line 13
+  with indexOverhead one tuple); the reactive phase's outer batch and inner block take memory
+  too: tuples are flushed to make room (Alg 4 line 13), and the batch is capped to fit;
+* Alg 3's garbled last lines: the opposite relation's Joins counters are credited per matched
+  tuple, in the matched tuple's own region (equal for an equi-join);
+* Alg 4 line 14 reads ``CurrInner <= JoinedInner`` (the text's ``<`` would never complete a
+  batch), line 24 sets ``CurrInner = 1``, and the role switch swaps JoinedOuter and JoinedInner;
+* ATS and DTS are one event counter (the arrival number): a tuple flushed while arrival n is
+  processed has DTS = n and was probed by it; two tuples met in memory iff
+  ``max(ATS) <= min(DTS)``;
+* a null key joins nothing: the tuple is counted as an arrival and never stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from joins.online.disk_blocks import BlockDisk
+from joins.online.kernel import EMPTY_I, expand
+from joins.online.programs.base import Program, WorkerBase
+
+UP, LW, MD = 0, 1, 2
+REGIONS = ("up", "lw", "md")
+NEVER = np.iinfo(np.int64).max  # DTS of a tuple still in memory
+
+
+class Memory:
+    """One relation's in-memory tuples, sorted on the key (ties in arrival order)."""
+
+    def __init__(self) -> None:
+        self.key = np.zeros(0)
+        self.tid = EMPTY_I
+        self.ats = EMPTY_I
+        self.bit = np.zeros(0, bool)
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    def insert(self, key: float, tid: int, ats: int, bit: bool) -> None:
+        i = int(np.searchsorted(self.key, key, "right"))
+        self.key = np.insert(self.key, i, key)
+        self.tid = np.insert(self.tid, i, tid)
+        self.ats = np.insert(self.ats, i, ats)
+        self.bit = np.insert(self.bit, i, bit)
+
+    def take(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Remove the tuples at ``idx``; returns their key, tid, ats."""
+        out = self.key[idx], self.tid[idx], self.ats[idx]
+        keep = np.ones(len(self.key), bool)
+        keep[idx] = False
+        self.key, self.tid, self.ats, self.bit = (self.key[keep], self.tid[keep],
+                                                  self.ats[keep], self.bit[keep])
+        return out
+
+    def matches(self, key: float, width: float) -> tuple[int, int]:
+        return (int(np.searchsorted(self.key, key - width, "left")),
+                int(np.searchsorted(self.key, key + width, "right")))
+
+
+@dataclass
+class Reactive:
+    """ReactiveNL's state (Alg 4): three counters, the outer batch size and the roles."""
+
+    started: bool = False
+    outer: int = 0  # which relation is the outer
+    joined_outer: int = 0
+    joined_inner: int = 0
+    curr_inner: int = 1
+    outer_mem: int = 0
+    loaded: np.ndarray | None = None  # the outer batch in memory (rows of the disk blocks)
+
+
+@dataclass
+class DinerState(WorkerBase):
+    mem: list = field(default_factory=lambda: [Memory(), Memory()])
+    disk: list = field(default_factory=list)
+    joins: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))  # {Up,Lw,Md}Joins_i
+    lw: list = field(default_factory=lambda: [-np.inf, -np.inf])  # LastLwVal_i
+    up: list = field(default_factory=lambda: [np.inf, np.inf])  # LastUpVal_i
+    hand: list = field(default_factory=lambda: [None, None])  # clock hand: (key, ats)
+    pend_t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # arrived, unprocessed
+    pend_rel: np.ndarray = field(default_factory=lambda: EMPTY_I)
+    pend_key: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    pend_tid: np.ndarray = field(default_factory=lambda: EMPTY_I)
+    horizon: float = -np.inf  # arrivals before it are all delivered
+    clock: float = -np.inf  # virtual time the operator is busy until
+    reactive_mode: bool = False
+    events: int = 0  # the ATS/DTS counter: arrivals processed
+    rnl: Reactive = field(default_factory=Reactive)
+    seed: int = 0
+    outer_cap: int = 0  # the clean-up's outer batch (0: max_outer_mem)
+    stats: dict = field(default_factory=lambda: dict(
+        flushed_up=0, flushed_lw=0, flushed_md=0, blocks_written=0, blocks_read=0,
+        reactive_episodes=0, handovers=0, buffer_at_handover_max=0, buffer_max=0,
+        memory_max=0))
+
+
+class Diner(Program):
+    name = "diner"
+    inputs = 2
+    moves = ()
+    spill_modes = ("charge",)
+    cleans_up = True  # the engine runs the clean-up phase after the stream
+
+    def __init__(self, tups_per_block: int = 50, max_outer_mem: int = 19,
+                 max_new_arr: int = 1000, wait_thresh: float = 25.0, c_read: float = 0.2,
+                 c_write: float = 0.2, c_join: float = 0.05, c_arrive: float = 0.0,
+                 seed: int = 0) -> None:
+        if tups_per_block < 1 or max_outer_mem < 1 or max_new_arr < 0 or wait_thresh < 0:
+            raise ValueError("tups_per_block and max_outer_mem must be >= 1, max_new_arr and "
+                             "wait_thresh >= 0")
+        if min(c_read, c_write, c_join, c_arrive) < 0:
+            raise ValueError("the time model's costs must be >= 0")
+        self.block, self.max_outer_mem, self.max_new_arr = tups_per_block, max_outer_mem, \
+            max_new_arr
+        self.wait, self.c_read, self.c_write, self.c_join, self.c_arrive = \
+            wait_thresh, c_read, c_write, c_join, c_arrive
+        self.seed = seed
+
+    # --- the engine's contract ----------------------------------------------------------------
+
+    def new_worker(self, wid):
+        return DinerState(wid, seed=self.seed)
+
+    def deliver(self, ws, d, ctx, c, out):
+        cfg = ctx.config
+        if not ws.disk:
+            ws.disk = [BlockDisk(cfg.spill_dir, f"w{ws.wid}-{r}") for r in (0, 1)]
+        order = np.argsort(d.seq, kind="stable")
+        t = (d.ts if d.ts is not None else d.seq.astype(float))[order]
+        ws.pend_t = np.concatenate([ws.pend_t, t])
+        ws.pend_rel = np.concatenate([ws.pend_rel, d.rel[order].astype(np.int64)])
+        ws.pend_key = np.concatenate([ws.pend_key, d.key[order].astype(float)])
+        ws.pend_tid = np.concatenate([ws.pend_tid, d.tid[order]])
+        if len(t):
+            ws.horizon = max(ws.horizon, float(t[-1]))
+            if not np.isfinite(ws.clock):
+                ws.clock = float(t[0])
+        self._advance(ws, cfg, c, out, final=False)
+
+    def stored(self, ws):
+        return tuple(len(m) for m in ws.mem)
+
+    def outbox_sizes(self, ws):
+        return {}  # one site: nothing ever moves
+
+    def report(self, ws):
+        return dict(ws.stats, clock=ws.clock, disk_tuples=sum(d.tuples for d in ws.disk),
+                    disk_blocks=sum(len(d) for d in ws.disk), buffered=len(ws.pend_t))
+
+    def cleanup(self, ws, pieces, ctx, c, out):
+        cfg = ctx.config
+        if not ws.disk:
+            return
+        self._advance(ws, cfg, c, out, final=True)
+        ws.reactive_mode = False
+        # every in-memory tuple that may have partners on the other relation's disk goes to
+        # disk, DTS = after the last arrival (two in-memory tuples met: their pair is done)
+        partners = [len(ws.disk[1]) > 0, len(ws.disk[0]) > 0]
+        for rel in (0, 1):
+            m = ws.mem[rel]
+            while len(m) and partners[rel]:
+                k, t, a = m.take(np.arange(min(self.block, len(m))))
+                ws.disk[rel].append(k, t, a, np.full(len(k), ws.events))
+                ws.stats["blocks_written"] += 1
+                ws.clock += self.c_write
+        budget = cfg.budget_tuples or self.block * (self.max_outer_mem + 1)
+        ws.outer_cap = max(1, budget // self.block - 1)  # all memory but the inner block
+        ws.rnl.loaded = None
+        while self._reactive_step(ws, cfg, c, out, phase=None):
+            pass
+
+    # --- the event loop -------------------------------------------------------------------------
+
+    def _buffered(self, ws) -> int:
+        """Arrivals whose time has come that wait for the operator (the input buffer)."""
+        return int(np.searchsorted(ws.pend_t, ws.clock, "right"))
+
+    def _advance(self, ws, cfg, c, out, final: bool) -> None:
+        """Run the operator on its virtual clock as far as the delivered arrivals decide it."""
+        while True:
+            if ws.reactive_mode:
+                buffered = self._buffered(ws)
+                if buffered > self.max_new_arr or not self._work_left(ws) or \
+                        not self._room_for_a_unit(ws, cfg):
+                    ws.reactive_mode = False
+                    ws.rnl.loaded = None  # the outer batch leaves memory
+                    ws.stats["handovers"] += 1
+                    ws.stats["buffer_at_handover_max"] = max(
+                        ws.stats["buffer_at_handover_max"], buffered)
+                    continue
+                if not final and ws.clock >= ws.horizon:
+                    return  # arrivals past the horizon are not known yet
+                self._reactive_step(ws, cfg, c, out, phase="reactive")
+                continue
+            if len(ws.pend_t) and ws.pend_t[0] <= ws.clock:
+                self._arrive(ws, cfg, c, out)
+                continue
+            if len(ws.pend_t):
+                nxt = float(ws.pend_t[0])
+            elif final:
+                return  # the stream ended: the clean-up follows
+            else:
+                nxt = None
+            start = ws.clock + self.wait
+            if (nxt is None or nxt > start) and (final or start < ws.horizon) and \
+                    self._work_left(ws):
+                ws.clock = start  # blocked for WaitThresh: the reactive phase
+                ws.reactive_mode = True
+                ws.stats["reactive_episodes"] += 1
+                continue
+            if nxt is None:
+                return
+            ws.clock = nxt
+
+    def _arrive(self, ws, cfg, c, out) -> None:
+        """Alg 1 for the next buffered arrival."""
+        rel, key, tid = int(ws.pend_rel[0]), float(ws.pend_key[0]), int(ws.pend_tid[0])
+        ws.pend_t, ws.pend_rel, ws.pend_key, ws.pend_tid = (
+            ws.pend_t[1:], ws.pend_rel[1:], ws.pend_key[1:], ws.pend_tid[1:])
+        ws.stats["buffer_max"] = max(ws.stats["buffer_max"], self._buffered(ws) + 1)
+        ws.events += 1
+        ws.clock += self.c_arrive
+        if np.isnan(key):
+            return  # a null key joins nothing: never stored
+        other = ws.mem[1 - rel]
+        width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)
+        lo, hi = other.matches(key, width)
+        n = hi - lo
+        c["probes"] += 1
+        if n:
+            other.bit[lo:hi] = True
+            mine = np.full(n, tid, np.int64)
+            pair = (mine, other.tid[lo:hi]) if rel == 0 else (other.tid[lo:hi], mine)
+            out.add(n, *(pair if cfg.want_pairs or cfg.pairs_dir else ()), phase="arriving")
+        self._statistics(ws, rel, key, n, other.key[lo:hi])
+        budget = cfg.budget_tuples
+        if budget is not None:
+            while len(ws.mem[0]) + len(ws.mem[1]) + self._buffered(ws) + 1 > budget and \
+                    len(ws.mem[0]) + len(ws.mem[1]):
+                self._flush(ws)
+        ws.mem[rel].insert(key, tid, ws.events, n > 0)
+        self._used(ws, 0)
+
+    def _region(self, ws, rel: int, keys: np.ndarray) -> np.ndarray:
+        return np.where(keys >= ws.up[rel], UP, np.where(keys <= ws.lw[rel], LW, MD))
+
+    def _statistics(self, ws, rel: int, key: float, n: int, matched: np.ndarray) -> None:
+        """Alg 3: the arriving tuple's region of its own relation; the matched tuples' own
+        regions of the other (the garbled lines, read per matched tuple)."""
+        ws.joins[rel, self._region(ws, rel, np.array([key]))[0]] += n
+        if n:
+            ws.joins[1 - rel] += np.bincount(self._region(ws, 1 - rel, matched), minlength=3)
+
+    def _tups(self, ws, rel: int) -> np.ndarray:
+        k = ws.mem[rel].key
+        lw_end = int(np.searchsorted(k, ws.lw[rel], "right"))
+        up_start = int(np.searchsorted(k, ws.up[rel], "left"))
+        return np.array([len(k) - up_start, lw_end, max(0, up_start - lw_end)])
+
+    def _flush(self, ws) -> None:
+        """Alg 2: one block of the victim relation's lowest-benefit region(s) to disk."""
+        rel = 0 if len(ws.mem[0]) >= len(ws.mem[1]) else 1
+        m = ws.mem[rel]
+        tups = self._tups(ws, rel)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            benefit = np.where(tups > 0, ws.joins[rel] / np.maximum(tups, 1), np.inf)
+        first = not np.isfinite(ws.lw[rel]) and not np.isfinite(ws.up[rel])
+        taken: list[np.ndarray] = []
+        order: list[int] = []
+        need = self.block
+        for region in sorted((UP, LW, MD), key=lambda r: (benefit[r], r)):
+            if need == 0 or tups[region] == 0:
+                continue
+            idx = self._pick(ws, rel, region, need)
+            taken.append(idx)
+            order.append(region)
+            need -= len(idx)
+            ws.stats[f"flushed_{REGIONS[region]}"] += len(idx)
+        idx = np.unique(np.concatenate(taken)) if taken else EMPTY_I
+        k, t, a = m.take(idx)
+        ws.disk[rel].append(k, t, a, np.full(len(k), ws.events))
+        ws.stats["blocks_written"] += 1
+        ws.clock += self.c_write
+        ws.joins[rel] = 0
+        flushed = {r for r, i in zip(order, taken, strict=False) if len(i)}
+        self._set_bounds(ws, rel, {UP, LW} if first else flushed)
+
+    def _pick(self, ws, rel: int, region: int, need: int) -> np.ndarray:
+        """Up to ``need`` tuple positions of a region: the largest (Up) or smallest (Lw) keys,
+        or the clock over the middle region's join bits."""
+        m = ws.mem[rel]
+        lw_end = int(np.searchsorted(m.key, ws.lw[rel], "right"))
+        up_start = int(np.searchsorted(m.key, ws.up[rel], "left"))
+        if region == UP:
+            return np.arange(max(up_start, len(m) - need), len(m))
+        if region == LW:
+            return np.arange(0, min(lw_end, need))
+        span = np.arange(lw_end, up_start)
+        if ws.hand[rel] is None:  # the first clock run starts at a random middle tuple
+            start = int(np.random.default_rng(ws.seed + rel).integers(len(span)))
+        else:
+            hk, ha = ws.hand[rel]
+            lo, hi = np.searchsorted(m.key, hk, "left"), np.searchsorted(m.key, hk, "right")
+            pos = int(lo + np.searchsorted(m.ats[lo:hi], ha, "left"))
+            start = int(np.clip(pos - lw_end, 0, len(span))) % len(span)
+        visit = np.roll(span, -start)
+        bits = m.bit[visit]
+        zero = np.flatnonzero(~bits)
+        if len(zero) >= need:  # one pass: clear the bits passed over, evict the zeros
+            stop = zero[need - 1] + 1
+            m.bit[visit[:stop]] = False
+            chosen = visit[zero[:need]]
+        else:  # every bit cleared on the first pass; the second evicts in order
+            m.bit[visit] = False
+            second = np.flatnonzero(bits)[:need - len(zero)]
+            chosen = np.concatenate([visit[zero], visit[second]])
+            stop = int(second[-1]) + 1 if len(second) else len(visit)
+        nxt = visit[stop] if stop < len(visit) else None
+        ws.hand[rel] = None if nxt is None else (float(m.key[nxt]), int(m.ats[nxt]))
+        return np.sort(chosen)
+
+    def _set_bounds(self, ws, rel: int, which: set[int]) -> None:
+        """After a flush of Up (Lw), the largest LastUpVal (smallest LastLwVal) that leaves a
+        block's worth in the region (2.5); after the first flush both. Lw stays below Up."""
+        k = ws.mem[rel].key
+        if len(k) < 2 * self.block:
+            ws.lw[rel], ws.up[rel] = -np.inf, np.inf  # too few: everything is the middle
+            return
+        if UP in which:
+            ws.up[rel] = float(k[len(k) - self.block])
+        if LW in which:
+            ws.lw[rel] = float(k[self.block - 1])
+        if ws.lw[rel] >= ws.up[rel]:  # one key fills both ends (extreme skew)
+            below = k[k < ws.up[rel]]
+            ws.lw[rel] = float(below[-1]) if len(below) else -np.inf
+
+    # --- ReactiveNL -----------------------------------------------------------------------------
+
+    def _work_left(self, ws) -> bool:
+        r, disk = ws.rnl, ws.disk
+        if not disk or not len(disk[0]) or not len(disk[1]):
+            return False
+        if not r.started:
+            return True
+        return not (r.joined_outer == len(disk[r.outer]) and
+                    r.joined_inner == len(disk[1 - r.outer]))
+
+    def _reactive_step(self, ws, cfg, c, out, phase: str | None) -> bool:
+        """One unit of ReactiveNL: one inner block against the outer batch. False when every
+        pair of disk blocks has been joined."""
+        r, disk = ws.rnl, ws.disk
+        if not self._work_left(ws):
+            return False
+        if not r.started:
+            r.started = True
+            r.outer = 0 if len(disk[0]) <= len(disk[1]) else 1  # the smaller is the outer
+            r.joined_inner, r.joined_outer, r.curr_inner = len(disk[1 - r.outer]), 0, 1
+        while True:
+            outer, inner = disk[r.outer], disk[1 - r.outer]
+            if r.joined_outer < len(outer):
+                if r.curr_inner == 1 and r.loaded is None:
+                    cap = ws.outer_cap or self.max_outer_mem
+                    if cfg.budget_tuples is not None:
+                        cap = min(cap, max(1, cfg.budget_tuples // self.block - 1))
+                    r.outer_mem = min(cap, len(outer) - r.joined_outer)
+                if r.curr_inner <= r.joined_inner:
+                    if r.loaded is None:
+                        self._make_room(ws, cfg, (r.outer_mem + 1) * self.block)
+                        r.loaded = outer.read(r.joined_outer + 1, r.outer_mem)
+                        self._used(ws, len(r.loaded) + self.block)
+                        ws.stats["blocks_read"] += r.outer_mem
+                        ws.clock += r.outer_mem * self.c_read
+                    block = inner.read(r.curr_inner)
+                    ws.stats["blocks_read"] += 1
+                    ws.clock += self.c_read + self.c_join
+                    self._join_blocks(ws, cfg, c, out, r.loaded, block, r.outer, phase)
+                    r.curr_inner += 1
+                    if r.curr_inner > r.joined_inner:
+                        r.joined_outer += r.outer_mem
+                        r.curr_inner, r.loaded = 1, None
+                    return True
+                r.joined_outer += r.outer_mem  # an empty inner prefix: nothing to join
+                r.curr_inner, r.loaded = 1, None
+                continue
+            if r.joined_inner < len(inner):  # the outer is exhausted: the roles change
+                r.outer = 1 - r.outer
+                r.joined_outer, r.joined_inner = r.joined_inner, r.joined_outer
+                r.curr_inner, r.loaded = 1, None
+                continue
+            return False
+
+    def _room_for_a_unit(self, ws, cfg) -> bool:
+        """Memory for the next inner block and the outer batch beside the tuples and the
+        buffer, flushing tuples to make it; without it the reactive phase hands over (the
+        arrivals then flush as they need): the budget holds at every decision point."""
+        if cfg.budget_tuples is None:
+            return True
+        r = ws.rnl
+        batch = len(r.loaded) if r.loaded is not None else \
+            self.block * max(1, min(ws.outer_cap or self.max_outer_mem,
+                                    cfg.budget_tuples // self.block - 1))
+        need = batch + self.block
+        self._make_room(ws, cfg, need)
+        used = len(ws.mem[0]) + len(ws.mem[1]) + self._buffered(ws) + need
+        if used > cfg.budget_tuples:
+            return False
+        self._used(ws, need)
+        return True
+
+    def _used(self, ws, extra: int) -> None:
+        """The memory's high-water mark: tuples, input buffer, loaded blocks."""
+        used = len(ws.mem[0]) + len(ws.mem[1]) + self._buffered(ws) + extra
+        ws.stats["memory_max"] = max(ws.stats["memory_max"], used)
+
+    def _make_room(self, ws, cfg, need: int) -> None:
+        budget = cfg.budget_tuples
+        if budget is None:
+            return
+        while len(ws.mem[0]) + len(ws.mem[1]) + self._buffered(ws) + need > budget and \
+                len(ws.mem[0]) + len(ws.mem[1]):
+            self._flush(ws)
+
+    def _join_blocks(self, ws, cfg, c, out, outer: np.ndarray, inner: np.ndarray,
+                     outer_rel: int, phase: str | None) -> None:
+        """Sort-merge of key-sorted blocks; pairs that met in memory (overlapping [ATS, DTS])
+        are skipped."""
+        width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)
+        ok, ik = outer["key"], inner["key"]
+        lo = np.searchsorted(ok, ik - width, "left")
+        hi = np.searchsorted(ok, ik + width, "right")
+        pi, po = expand(lo, hi)
+        if not len(pi):
+            return
+        met = np.maximum(inner["ats"][pi], outer["ats"][po]) <= \
+            np.minimum(inner["dts"][pi], outer["dts"][po])
+        pi, po = pi[~met], po[~met]
+        c["probes"] += len(ik)
+        if not len(pi):
+            return
+        it, ot = inner["tid"][pi], outer["tid"][po]
+        pair = (ot, it) if outer_rel == 0 else (it, ot)
+        out.add(len(pi), *(pair if cfg.want_pairs or cfg.pairs_dir else ()), phase=phase)

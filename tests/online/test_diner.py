@@ -1,0 +1,180 @@
+"""DINER as a worker program: arriving + reactive + clean-up is DuckDB's join as a multiset
+(no pair twice, none lost) for memory budgets from 1% of the input to all of it, with steady
+arrivals, pauses (the reactive phase), unequal sizes and sorted intervals; hot keys on both
+sides, on one, on none; one key value; nulls; duplicates; an empty input; band joins. With
+memory for the whole input every result is online and equals SHJ's; the memory (tuples, input
+buffer and loaded blocks) never passes the budget; a seed gives the same metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from joins.online import run_stream
+from joins.oracle import assert_same_rows, oracle_join
+
+SMALL = dict(tups_per_block=8, max_outer_mem=3, max_new_arr=15, wait_thresh=25.0)
+
+
+def _stream(rng, n: int, keys, col: str, pause_at: float | None = None,
+            sort_keys: bool = False) -> pd.DataFrame:
+    """Exponential gaps of mean 10 (lambda = 0.1), a pause of 800 at ``pause_at`` of the way."""
+    t = np.cumsum(rng.exponential(10.0, n))
+    if pause_at is not None and n:
+        t[int(pause_at * n):] += 800.0
+    k = keys(rng, n)
+    if sort_keys:
+        k = np.sort(k)
+    return pd.DataFrame({"key": k, "t": t, col: np.arange(n) % 7})
+
+
+def _run(r, s, budget, band=None, **kw):
+    return run_stream(None, r, s, operator="diner", joiners=1, time="t", tick=400.0,
+                      memory_budget_tuples=budget, band=band, collect_output=True,
+                      progress=False, backend="local", **{**SMALL, **kw})
+
+
+def _check(res, r, s, band=None, budget=None):
+    expected = oracle_join(r, s, band=band) if band is not None else oracle_join(r, s)
+    assert_same_rows(res.output, expected)
+    assert set(res.output["phase"]) <= {"arriving", "reactive", "cleanup"}
+    m = res.metrics
+    labelled = sum(m[f"outputs_{p}"].fillna(0) for p in ("arriving", "reactive")
+                   if f"outputs_{p}" in m)
+    assert m["outputs"].sum() == len(expected)
+    for phase in ("arriving", "reactive"):  # each row's count is the phase's output rows
+        col = m[f"outputs_{phase}"].fillna(0).sum() if f"outputs_{phase}" in m else 0
+        assert col == (res.output["phase"] == phase).sum()
+    assert (m["outputs"] - labelled).sum() == (res.output["phase"] == "cleanup").sum()
+    if budget is not None:
+        assert m["memory_max"].max() <= budget
+
+
+def zipf_keys(a):
+    return lambda rng, n: np.minimum(rng.zipf(a, n), 999)
+
+
+def uniform_keys(rng, n):
+    return rng.integers(0, 40, n)
+
+
+@pytest.mark.parametrize("share", [0.01, 0.05, 0.2])
+@pytest.mark.parametrize("pause", [None, 0.5])
+def test_every_budget_is_exact_with_steady_arrivals_and_pauses(share, pause):
+    rng = np.random.default_rng(int(share * 100) + (pause is not None))
+    r = _stream(rng, 900, uniform_keys, "a", pause)
+    s = _stream(rng, 700, zipf_keys(1.5), "b", pause)
+    budget = max(int(share * (len(r) + len(s))), 2 * SMALL["tups_per_block"])
+    res = _run(r, s, budget)
+    _check(res, r, s, budget=budget)
+    m = res.metrics
+    assert m["blocks_written"].max() > 0  # the budget made it flush
+    if pause is not None:  # the pause ran the reactive phase
+        assert m["reactive_episodes"].max() > 0 and (res.output["phase"] == "reactive").any()
+
+
+def test_memory_for_the_whole_input_is_fully_online_and_equals_shj():
+    rng = np.random.default_rng(5)
+    r = _stream(rng, 400, zipf_keys(2.0), "a", 0.5)
+    s = _stream(rng, 300, zipf_keys(2.0), "b", 0.5)
+    res = _run(r, s, 10_000)
+    _check(res, r, s)
+    assert set(res.output["phase"]) == {"arriving"}
+    shj = run_stream(None, r, s, operator="shj", joiners=1, time="t", tick=400.0,
+                     collect_output=True, progress=False, backend="local")
+    assert_same_rows(res.output.drop(columns="phase"), shj.output.drop(columns="phase"))
+    assert res.metrics["blocks_written"].max() == 0
+
+
+@pytest.mark.parametrize("case", ["hot_both", "hot_one", "one_key", "nulls_dups",
+                                  "empty_r", "empty_s", "unequal", "sorted"])
+def test_edge_cases_are_exact(case):
+    rng = np.random.default_rng(11)
+
+    def hot(rng, n):
+        return np.where(rng.random(n) < 0.6, 3, rng.integers(0, 50, n))
+
+    r_keys, s_keys, nr, ns, srt = uniform_keys, uniform_keys, 500, 500, False
+    if case == "hot_both":
+        r_keys = s_keys = hot
+    elif case == "hot_one":
+        r_keys = hot
+    elif case == "one_key":
+        r_keys = s_keys = lambda rng, n: np.full(n, 7)  # noqa: E731
+    elif case == "empty_r":
+        nr = 0
+    elif case == "empty_s":
+        ns = 0
+    elif case == "unequal":
+        nr, ns = 900, 90
+    elif case == "sorted":
+        srt = True
+    r = _stream(rng, nr, r_keys, "a", 0.5, sort_keys=srt)
+    s = _stream(rng, ns, s_keys, "b", 0.5, sort_keys=srt)
+    if case == "nulls_dups":
+        r["key"] = pd.array(np.where(rng.random(nr) < 0.1, None, r["key"]), dtype="Int64")
+        s = pd.concat([s, s.iloc[:50]], ignore_index=True)  # duplicate rows
+        s["t"] = np.sort(s["t"].to_numpy())
+        s["key"] = pd.array(np.where(rng.random(len(s)) < 0.1, None, s["key"]), dtype="Int64")
+    budget = 60
+    _check(_run(r, s, budget), r, s, budget=budget)
+
+
+@pytest.mark.parametrize("band", [0.0, 2.0])
+def test_band_joins_are_exact(band):
+    rng = np.random.default_rng(3)
+    r = _stream(rng, 600, uniform_keys, "a", 0.5)
+    s = _stream(rng, 500, uniform_keys, "b", 0.5)
+    _check(_run(r, s, 80, band=band), r, s, band=band, budget=80)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nr=st.integers(0, 120), ns=st.integers(0, 120), domain=st.integers(1, 12),
+       budget=st.integers(16, 200), block=st.integers(1, 9), outer=st.integers(1, 4),
+       new_arr=st.integers(0, 30), wait=st.floats(1.0, 60.0), seed=st.integers(0, 9))
+def test_property_exact_for_any_parameters(nr, ns, domain, budget, block, outer, new_arr,
+                                           wait, seed):
+    rng = np.random.default_rng(seed)
+    r = _stream(rng, nr, lambda g, n: g.integers(0, domain, n), "a", 0.3)
+    s = _stream(rng, ns, lambda g, n: g.integers(0, domain, n), "b", 0.6)
+    budget = max(budget, 2 * block + 2)
+    res = _run(r, s, budget, tups_per_block=block, max_outer_mem=outer, max_new_arr=new_arr,
+               wait_thresh=wait)
+    _check(res, r, s, budget=budget)
+
+
+def test_the_same_seed_gives_the_same_metrics():
+    rng = np.random.default_rng(8)
+    r = _stream(rng, 500, zipf_keys(1.2), "a", 0.5)
+    s = _stream(rng, 500, zipf_keys(1.2), "b", 0.5)
+    timing = ["seconds", "cpu_seconds", "batch_wall_seconds", "modeled_cost"]
+    a, b = (_run(r, s, 50, seed=4).metrics.drop(columns=timing, errors="ignore")
+            for _ in range(2))
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_bad_parameters_are_refused():
+    r = pd.DataFrame({"key": [1], "t": [0.0]})
+    with pytest.raises(ValueError, match="single-site"):
+        run_stream(None, r, r, operator="diner", joiners=2, progress=False, backend="local")
+    with pytest.raises(ValueError, match="tups_per_block"):
+        _run(r, r, 10, tups_per_block=0)
+
+
+@pytest.mark.spark
+def test_spark_backend_gives_the_local_counts(spark):
+    rng = np.random.default_rng(2)
+    r = _stream(rng, 400, zipf_keys(1.5), "a", 0.5)
+    s = _stream(rng, 400, uniform_keys, "b", 0.5)
+    local = _run(r, s, 40)
+    on_spark = run_stream(spark, r, s, operator="diner", joiners=1, time="t", tick=400.0,
+                          memory_budget_tuples=40, collect_output=True, progress=False,
+                          **SMALL)
+    _check(on_spark, r, s, budget=40)
+    counts = ["outputs", "outputs_arriving", "outputs_reactive", "flushed_up", "flushed_md",
+              "flushed_lw", "reactive_episodes", "blocks_written", "blocks_read"]
+    pd.testing.assert_frame_equal(on_spark.metrics[counts].reset_index(drop=True),
+                                  local.metrics[counts].reset_index(drop=True))
