@@ -48,9 +48,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from joins.online.disk_blocks import BlockDisk
 from joins.online.kernel import EMPTY_I, expand
-from joins.online.programs.base import Program, WorkerBase
+from joins.online.programs.single_site import SingleSite, SingleSiteState, pairs_of
 
 UP, LW, MD = 0, 1, 2
 REGIONS = ("up", "lw", "md")
@@ -104,89 +103,58 @@ class Reactive:
 
 
 @dataclass
-class DinerState(WorkerBase):
+class DinerState(SingleSiteState):
     mem: list = field(default_factory=lambda: [Memory(), Memory()])
-    disk: list = field(default_factory=list)
     joins: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))  # {Up,Lw,Md}Joins_i
     lw: list = field(default_factory=lambda: [-np.inf, -np.inf])  # LastLwVal_i
     up: list = field(default_factory=lambda: [np.inf, np.inf])  # LastUpVal_i
     hand: list = field(default_factory=lambda: [None, None])  # clock hand: (key, ats)
-    pend_t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # arrived, unprocessed
-    pend_rel: np.ndarray = field(default_factory=lambda: EMPTY_I)
-    pend_key: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    pend_tid: np.ndarray = field(default_factory=lambda: EMPTY_I)
-    horizon: float = -np.inf  # arrivals before it are all delivered
-    clock: float = -np.inf  # virtual time the operator is busy until
-    reactive_mode: bool = False
-    events: int = 0  # the ATS/DTS counter: arrivals processed
     rnl: Reactive = field(default_factory=Reactive)
-    seed: int = 0
     outer_cap: int = 0  # the clean-up's outer batch (0: max_outer_mem)
-    stats: dict = field(default_factory=lambda: dict(
-        flushed_up=0, flushed_lw=0, flushed_md=0, blocks_written=0, blocks_read=0,
-        reactive_episodes=0, handovers=0, buffer_at_handover_max=0, buffer_max=0,
-        memory_max=0))
 
 
-class Diner(Program):
+class Diner(SingleSite):
     name = "diner"
-    inputs = 2
-    moves = ()
-    spill_modes = ("charge",)
-    cleans_up = True  # the engine runs the clean-up phase after the stream
+    state = DinerState
+    stat_names = ("flushed_up", "flushed_lw", "flushed_md")
 
     def __init__(self, tups_per_block: int = 50, max_outer_mem: int = 19,
                  max_new_arr: int = 1000, wait_thresh: float = 25.0, c_read: float = 0.2,
                  c_write: float = 0.2, c_join: float = 0.05, c_arrive: float = 0.0,
                  seed: int = 0) -> None:
-        if tups_per_block < 1 or max_outer_mem < 1 or max_new_arr < 0 or wait_thresh < 0:
-            raise ValueError("tups_per_block and max_outer_mem must be >= 1, max_new_arr and "
-                             "wait_thresh >= 0")
-        if min(c_read, c_write, c_join, c_arrive) < 0:
-            raise ValueError("the time model's costs must be >= 0")
-        self.block, self.max_outer_mem, self.max_new_arr = tups_per_block, max_outer_mem, \
-            max_new_arr
-        self.wait, self.c_read, self.c_write, self.c_join, self.c_arrive = \
-            wait_thresh, c_read, c_write, c_join, c_arrive
-        self.seed = seed
+        super().__init__(tups_per_block=tups_per_block, wait_thresh=wait_thresh,
+                         c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive,
+                         seed=seed)
+        if max_outer_mem < 1 or max_new_arr < 0:
+            raise ValueError("max_outer_mem must be >= 1 and max_new_arr >= 0")
+        self.max_outer_mem, self.max_new_arr = max_outer_mem, max_new_arr
 
-    # --- the engine's contract ----------------------------------------------------------------
-
-    def new_worker(self, wid):
-        return DinerState(wid, seed=self.seed)
-
-    def deliver(self, ws, d, ctx, c, out):
-        cfg = ctx.config
-        if not ws.disk:
-            ws.disk = [BlockDisk(cfg.spill_dir, f"w{ws.wid}-{r}") for r in (0, 1)]
-        order = np.argsort(d.seq, kind="stable")
-        t = (d.ts if d.ts is not None else d.seq.astype(float))[order]
-        ws.pend_t = np.concatenate([ws.pend_t, t])
-        ws.pend_rel = np.concatenate([ws.pend_rel, d.rel[order].astype(np.int64)])
-        ws.pend_key = np.concatenate([ws.pend_key, d.key[order].astype(float)])
-        ws.pend_tid = np.concatenate([ws.pend_tid, d.tid[order]])
-        if len(t):
-            ws.horizon = max(ws.horizon, float(t[-1]))
-            if not np.isfinite(ws.clock):
-                ws.clock = float(t[0])
-        self._advance(ws, cfg, c, out, final=False)
-
-    def stored(self, ws):
+    def in_memory(self, ws):
         return tuple(len(m) for m in ws.mem)
 
-    def outbox_sizes(self, ws):
-        return {}  # one site: nothing ever moves
+    def disk_tuples(self, ws):
+        return sum(d.tuples for d in ws.disk)
 
-    def report(self, ws):
-        return dict(ws.stats, clock=ws.clock, disk_tuples=sum(d.tuples for d in ws.disk),
-                    disk_blocks=sum(len(d) for d in ws.disk), buffered=len(ws.pend_t))
+    def deliver(self, ws, d, ctx, c, out):
+        if not ws.disk:
+            ws.disk = [self.new_disk(ctx.config, ws, str(r)) for r in (0, 1)]
+        super().deliver(ws, d, ctx, c, out)
 
-    def cleanup(self, ws, pieces, ctx, c, out):
-        cfg = ctx.config
+    def hand_over(self, ws, cfg, buffered):
+        return buffered > self.max_new_arr or not self._room_for_a_unit(ws, cfg)
+
+    def on_hand_over(self, ws):
+        ws.rnl.loaded = None  # the outer batch leaves memory
+
+    def reactive_unit(self, ws, cfg, c, out, phase):
+        return self._reactive_step(ws, cfg, c, out, phase)
+
+    def work_left(self, ws):
+        return self._work_left(ws)
+
+    def finish(self, ws, cfg, c, out):
         if not ws.disk:
             return
-        self._advance(ws, cfg, c, out, final=True)
-        ws.reactive_mode = False
         # every in-memory tuple that may have partners on the other relation's disk goes to
         # disk, DTS = after the last arrival (two in-memory tuples met: their pair is done)
         partners = [len(ws.disk[1]) > 0, len(ws.disk[0]) > 0]
@@ -203,77 +171,22 @@ class Diner(Program):
         while self._reactive_step(ws, cfg, c, out, phase=None):
             pass
 
-    # --- the event loop -------------------------------------------------------------------------
-
-    def _buffered(self, ws) -> int:
-        """Arrivals whose time has come that wait for the operator (the input buffer)."""
-        return int(np.searchsorted(ws.pend_t, ws.clock, "right"))
-
-    def _advance(self, ws, cfg, c, out, final: bool) -> None:
-        """Run the operator on its virtual clock as far as the delivered arrivals decide it."""
-        while True:
-            if ws.reactive_mode:
-                buffered = self._buffered(ws)
-                if buffered > self.max_new_arr or not self._work_left(ws) or \
-                        not self._room_for_a_unit(ws, cfg):
-                    ws.reactive_mode = False
-                    ws.rnl.loaded = None  # the outer batch leaves memory
-                    ws.stats["handovers"] += 1
-                    ws.stats["buffer_at_handover_max"] = max(
-                        ws.stats["buffer_at_handover_max"], buffered)
-                    continue
-                if not final and ws.clock >= ws.horizon:
-                    return  # arrivals past the horizon are not known yet
-                self._reactive_step(ws, cfg, c, out, phase="reactive")
-                continue
-            if len(ws.pend_t) and ws.pend_t[0] <= ws.clock:
-                self._arrive(ws, cfg, c, out)
-                continue
-            if len(ws.pend_t):
-                nxt = float(ws.pend_t[0])
-            elif final:
-                return  # the stream ended: the clean-up follows
-            else:
-                nxt = None
-            start = ws.clock + self.wait
-            if (nxt is None or nxt > start) and (final or start < ws.horizon) and \
-                    self._work_left(ws):
-                ws.clock = start  # blocked for WaitThresh: the reactive phase
-                ws.reactive_mode = True
-                ws.stats["reactive_episodes"] += 1
-                continue
-            if nxt is None:
-                return
-            ws.clock = nxt
-
-    def _arrive(self, ws, cfg, c, out) -> None:
-        """Alg 1 for the next buffered arrival."""
-        rel, key, tid = int(ws.pend_rel[0]), float(ws.pend_key[0]), int(ws.pend_tid[0])
-        ws.pend_t, ws.pend_rel, ws.pend_key, ws.pend_tid = (
-            ws.pend_t[1:], ws.pend_rel[1:], ws.pend_key[1:], ws.pend_tid[1:])
-        ws.stats["buffer_max"] = max(ws.stats["buffer_max"], self._buffered(ws) + 1)
-        ws.events += 1
-        ws.clock += self.c_arrive
-        if np.isnan(key):
-            return  # a null key joins nothing: never stored
+    def arrive(self, ws, cfg, c, out, rel, key, tid):
+        """Alg 1 for one arrival."""
         other = ws.mem[1 - rel]
         width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)
         lo, hi = other.matches(key, width)
         n = hi - lo
-        c["probes"] += 1
         if n:
             other.bit[lo:hi] = True
-            mine = np.full(n, tid, np.int64)
-            pair = (mine, other.tid[lo:hi]) if rel == 0 else (other.tid[lo:hi], mine)
-            out.add(n, *(pair if cfg.want_pairs or cfg.pairs_dir else ()), phase="arriving")
+            out.add(n, *pairs_of(cfg, rel, tid, other.tid[lo:hi]), phase="arriving")
         self._statistics(ws, rel, key, n, other.key[lo:hi])
         budget = cfg.budget_tuples
         if budget is not None:
-            while len(ws.mem[0]) + len(ws.mem[1]) + self._buffered(ws) + 1 > budget and \
-                    len(ws.mem[0]) + len(ws.mem[1]):
+            while sum(self.in_memory(ws)) + self.buffered(ws) + 1 > budget and \
+                    sum(self.in_memory(ws)):
                 self._flush(ws)
         ws.mem[rel].insert(key, tid, ws.events, n > 0)
-        self._used(ws, 0)
 
     def _region(self, ws, rel: int, keys: np.ndarray) -> np.ndarray:
         return np.where(keys >= ws.up[rel], UP, np.where(keys <= ws.lw[rel], LW, MD))
@@ -401,7 +314,7 @@ class Diner(Program):
                     if r.loaded is None:
                         self._make_room(ws, cfg, (r.outer_mem + 1) * self.block)
                         r.loaded = outer.read(r.joined_outer + 1, r.outer_mem)
-                        self._used(ws, len(r.loaded) + self.block)
+                        self.used(ws, len(r.loaded) + self.block)
                         ws.stats["blocks_read"] += r.outer_mem
                         ws.clock += r.outer_mem * self.c_read
                     block = inner.read(r.curr_inner)
@@ -435,23 +348,17 @@ class Diner(Program):
                                     cfg.budget_tuples // self.block - 1))
         need = batch + self.block
         self._make_room(ws, cfg, need)
-        used = len(ws.mem[0]) + len(ws.mem[1]) + self._buffered(ws) + need
-        if used > cfg.budget_tuples:
+        if sum(self.in_memory(ws)) + self.buffered(ws) + need > cfg.budget_tuples:
             return False
-        self._used(ws, need)
+        self.used(ws, need)
         return True
-
-    def _used(self, ws, extra: int) -> None:
-        """The memory's high-water mark: tuples, input buffer, loaded blocks."""
-        used = len(ws.mem[0]) + len(ws.mem[1]) + self._buffered(ws) + extra
-        ws.stats["memory_max"] = max(ws.stats["memory_max"], used)
 
     def _make_room(self, ws, cfg, need: int) -> None:
         budget = cfg.budget_tuples
         if budget is None:
             return
-        while len(ws.mem[0]) + len(ws.mem[1]) + self._buffered(ws) + need > budget and \
-                len(ws.mem[0]) + len(ws.mem[1]):
+        while sum(self.in_memory(ws)) + self.buffered(ws) + need > budget and \
+                sum(self.in_memory(ws)):
             self._flush(ws)
 
     def _join_blocks(self, ws, cfg, c, out, outer: np.ndarray, inner: np.ndarray,

@@ -1,0 +1,203 @@
+"""Single-site operators under a memory budget that process arrivals one at a time on a
+virtual clock (DINER and its baselines, paper ``diner``): the shared event loop.
+
+Arrivals carry their event time (``time=``; without one, the arrival number) and are kept in
+time order. The operator processes one when its time has come and it is free; while it is busy
+(flushing, a reactive unit) later arrivals wait in the input buffer. When no tuple arrives for
+``wait_thresh`` after it became free and it has reactive work, the reactive phase runs, one
+non-interruptible unit at a time, until the operator's own handover rule (e.g. DINER's
+MaxNewArr) sends it back to the arrivals. After the stream the engine's clean-up phase calls
+:meth:`SingleSite.finish`. Decisions need only the arrivals up to the clock, so the loop
+stops at the newest delivered arrival time and resumes with the next delivery: the result does
+not depend on how the engine cuts micro-batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from joins.online.disk_blocks import BlockDisk
+from joins.online.kernel import EMPTY_I
+from joins.online.programs.base import Program, WorkerBase
+
+
+@dataclass
+class SingleSiteState(WorkerBase):
+    pend_t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # arrived, unprocessed
+    pend_rel: np.ndarray = field(default_factory=lambda: EMPTY_I)
+    pend_key: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    pend_tid: np.ndarray = field(default_factory=lambda: EMPTY_I)
+    horizon: float = -np.inf  # arrivals before it are all delivered
+    clock: float = -np.inf  # virtual time the operator is busy until
+    reactive_mode: bool = False
+    events: int = 0  # arrivals processed (the timestamps of the duplicate checks)
+    disk: list = field(default_factory=list)  # per relation: BlockDisk (or per bucket)
+    seed: int = 0
+    stats: dict = field(default_factory=dict)
+
+
+class SingleSite(Program):
+    """The event loop; a subclass gives the arrival, the reactive unit and the clean-up."""
+
+    inputs = 2
+    moves = ()
+    spill_modes = ("charge",)
+    cleans_up = True  # the engine runs the clean-up phase after the stream
+    state = SingleSiteState
+    stat_names: tuple[str, ...] = ()
+
+    def __init__(self, *, tups_per_block: int, wait_thresh: float, c_read: float,
+                 c_write: float, c_join: float, c_arrive: float, seed: int) -> None:
+        if tups_per_block < 1 or wait_thresh < 0:
+            raise ValueError("tups_per_block must be >= 1 and wait_thresh >= 0")
+        if min(c_read, c_write, c_join, c_arrive) < 0:
+            raise ValueError("the time model's costs must be >= 0")
+        self.block, self.wait = tups_per_block, wait_thresh
+        self.c_read, self.c_write, self.c_join, self.c_arrive = c_read, c_write, c_join, c_arrive
+        self.seed = seed
+
+    # --- what a subclass gives ------------------------------------------------------------------
+
+    def arrive(self, ws, cfg, c, out, rel: int, key: float, tid: int) -> None:
+        raise NotImplementedError
+
+    def work_left(self, ws) -> bool:
+        """Whether a reactive unit has anything to do."""
+        return False
+
+    def hand_over(self, ws, cfg, buffered: int) -> bool:
+        """Whether the reactive phase returns to the arrivals before its next unit."""
+        return buffered > 0
+
+    def on_hand_over(self, ws) -> None:
+        """What leaves memory when the reactive phase ends."""
+
+    def reactive_unit(self, ws, cfg, c, out, phase: str | None) -> bool:
+        """One non-interruptible unit of reactive work; False when none is left."""
+        return False
+
+    def finish(self, ws, cfg, c, out) -> None:
+        """The clean-up after the last arrival: emit every result not produced yet."""
+
+    def in_memory(self, ws) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def disk_tuples(self, ws) -> int:
+        return 0
+
+    # --- the engine's contract ------------------------------------------------------------------
+
+    def new_worker(self, wid):
+        return self.state(wid, seed=self.seed,
+                          stats=dict.fromkeys(("blocks_written", "blocks_read",
+                                               "reactive_episodes", "handovers",
+                                               "buffer_at_handover_max", "buffer_max",
+                                               "memory_max", *self.stat_names), 0))
+
+    def new_disk(self, cfg, ws, name: str) -> BlockDisk:
+        return BlockDisk(cfg.spill_dir, f"w{ws.wid}-{self.name}-{name}")
+
+    def deliver(self, ws, d, ctx, c, out):
+        cfg = ctx.config
+        order = np.argsort(d.seq, kind="stable")
+        t = (d.ts if d.ts is not None else d.seq.astype(float))[order]
+        ws.pend_t = np.concatenate([ws.pend_t, t])
+        ws.pend_rel = np.concatenate([ws.pend_rel, d.rel[order].astype(np.int64)])
+        ws.pend_key = np.concatenate([ws.pend_key, d.key[order].astype(float)])
+        ws.pend_tid = np.concatenate([ws.pend_tid, d.tid[order]])
+        if len(t):
+            ws.horizon = max(ws.horizon, float(t[-1]))
+            if not np.isfinite(ws.clock):
+                ws.clock = float(t[0])
+        self.advance(ws, cfg, c, out, final=False)
+
+    def stored(self, ws):
+        return self.in_memory(ws)
+
+    def outbox_sizes(self, ws):
+        return {}  # one site: nothing ever moves
+
+    def report(self, ws):
+        return dict(ws.stats, clock=ws.clock, disk_tuples=self.disk_tuples(ws),
+                    buffered=len(ws.pend_t))
+
+    def cleanup(self, ws, pieces, ctx, c, out):
+        cfg = ctx.config
+        self.advance(ws, cfg, c, out, final=True)
+        if ws.reactive_mode:
+            self._end_reactive(ws, self.buffered(ws))
+        self.finish(ws, cfg, c, out)
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def buffered(self, ws) -> int:
+        """Arrivals whose time has come that wait for the operator (the input buffer)."""
+        return int(np.searchsorted(ws.pend_t, ws.clock, "right"))
+
+    def used(self, ws, extra: int = 0) -> int:
+        """Memory in use (tuples, input buffer, ``extra``), kept as the high-water mark."""
+        used = sum(self.in_memory(ws)) + self.buffered(ws) + extra
+        ws.stats["memory_max"] = max(ws.stats["memory_max"], used)
+        return used
+
+    def _end_reactive(self, ws, buffered: int) -> None:
+        ws.reactive_mode = False
+        self.on_hand_over(ws)
+        ws.stats["handovers"] += 1
+        ws.stats["buffer_at_handover_max"] = max(ws.stats["buffer_at_handover_max"], buffered)
+
+    def advance(self, ws, cfg, c, out, final: bool) -> None:
+        """Run the operator on its virtual clock as far as the delivered arrivals decide it."""
+        while True:
+            if ws.reactive_mode:
+                buffered = self.buffered(ws)
+                if not self.work_left(ws) or self.hand_over(ws, cfg, buffered):
+                    self._end_reactive(ws, buffered)
+                    continue
+                if not final and ws.clock >= ws.horizon:
+                    return  # arrivals past the horizon are not known yet
+                self.reactive_unit(ws, cfg, c, out, phase="reactive")
+                continue
+            if len(ws.pend_t) and ws.pend_t[0] <= ws.clock:
+                self._pop(ws, cfg, c, out)
+                continue
+            if len(ws.pend_t):
+                nxt = float(ws.pend_t[0])
+            elif final:
+                return  # the stream ended: the clean-up follows
+            else:
+                nxt = None
+            start = ws.clock + self.wait
+            if (nxt is None or nxt > start) and (final or start < ws.horizon) and \
+                    self.work_left(ws):
+                ws.clock = start  # blocked for WaitThresh: the reactive phase
+                ws.reactive_mode = True
+                ws.stats["reactive_episodes"] += 1
+                continue
+            if nxt is None:
+                return
+            ws.clock = nxt
+
+    def _pop(self, ws, cfg, c, out) -> None:
+        rel, key, tid = int(ws.pend_rel[0]), float(ws.pend_key[0]), int(ws.pend_tid[0])
+        ws.pend_t, ws.pend_rel, ws.pend_key, ws.pend_tid = (
+            ws.pend_t[1:], ws.pend_rel[1:], ws.pend_key[1:], ws.pend_tid[1:])
+        ws.stats["buffer_max"] = max(ws.stats["buffer_max"], self.buffered(ws) + 1)
+        ws.events += 1
+        ws.clock += self.c_arrive
+        if np.isnan(key):
+            return  # a null key joins nothing: never stored
+        c["probes"] += 1
+        self.arrive(ws, cfg, c, out, rel, key, tid)
+        self.used(ws)
+
+
+def pairs_of(cfg, rel: int, tid: int, others: np.ndarray) -> tuple:
+    """The result tid columns (input 0, input 1) of one tuple of ``rel`` with ``others``, or
+    nothing when the run does not collect rows."""
+    if not (cfg.want_pairs or cfg.pairs_dir):
+        return ()
+    mine = np.full(len(others), tid, np.int64)
+    return (mine, others) if rel == 0 else (others, mine)
