@@ -61,4 +61,15 @@ PARAM_DOCS: dict[str, str] = {
     "groups": "partition groups hashed over the joiners (relocation moves whole groups); none "
               "means one per joiner",
     "r_units": "join-biclique units that store R (the rest store S); none means half",
+    # single-site operators under a memory budget (DINER paper); times in the arrival times' unit
+    "tups_per_block": "tuples per disk block (the paper: 10 KB blocks of 200-byte tuples, 50)",
+    "max_outer_mem": "DINER's MaxOuterMem: outer blocks loaded per ReactiveNL batch",
+    "max_new_arr": "DINER's MaxNewArr: buffered arrivals that end the reactive phase",
+    "wait_thresh": "WaitThresh: time with no arrival before the reactive phase starts",
+    "c_read": "modeled time of reading one disk block",
+    "c_write": "modeled time of writing one disk block",
+    "c_join": "modeled time of joining one block read in the reactive phase or clean-up",
+    "c_arrive": "modeled time of processing one arrival (0: arrivals never wait for the CPU)",
+    "n_part": "hash buckets per relation (HMJ, XJoin, RPJ; the paper does not give it)",
+    "fan_in": "segments merged per unit of the merging phase (the paper's F)",
 }

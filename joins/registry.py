@@ -83,6 +83,9 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("diner", "online", "diner", "joins.online.operators:diner", ("inner",),
                   "DINER: single-site join under a memory budget, Up/Md/Lw flushing, "
                   "ReactiveNL between arrivals, clean-up"),
+        Algorithm("hmj", "online", "diner", "joins.online.operators:hmj", ("inner",),
+                  "Hash-Merge Join: hash buckets, largest bucket pair flushed as sorted "
+                  "segments, merges of F segments between arrivals (DINER's baseline)"),
     ]
 }
 

@@ -1,4 +1,4 @@
-"""DINER as a worker program: arriving + reactive + clean-up is DuckDB's join as a multiset
+"""DINER and its baselines (HMJ) as worker programs: arriving + reactive + clean-up is DuckDB's join as a multiset
 (no pair twice, none lost) for memory budgets from 1% of the input to all of it, with steady
 arrivals, pauses (the reactive phase), unequal sizes and sorted intervals; hot keys on both
 sides, on one, on none; one key value; nulls; duplicates; an empty input; band joins. With
@@ -17,6 +17,7 @@ from joins.online import run_stream
 from joins.oracle import assert_same_rows, oracle_join
 
 SMALL = dict(tups_per_block=8, max_outer_mem=3, max_new_arr=15, wait_thresh=25.0)
+OPS = {"diner": SMALL, "hmj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0)}
 
 
 def _stream(rng, n: int, keys, col: str, pause_at: float | None = None,
@@ -31,10 +32,10 @@ def _stream(rng, n: int, keys, col: str, pause_at: float | None = None,
     return pd.DataFrame({"key": k, "t": t, col: np.arange(n) % 7})
 
 
-def _run(r, s, budget, band=None, **kw):
-    return run_stream(None, r, s, operator="diner", joiners=1, time="t", tick=400.0,
+def _run(r, s, budget, band=None, operator="diner", **kw):
+    return run_stream(None, r, s, operator=operator, joiners=1, time="t", tick=400.0,
                       memory_budget_tuples=budget, band=band, collect_output=True,
-                      progress=False, backend="local", **{**SMALL, **kw})
+                      progress=False, backend="local", **{**OPS[operator], **kw})
 
 
 def _check(res, r, s, band=None, budget=None):
@@ -61,14 +62,15 @@ def uniform_keys(rng, n):
     return rng.integers(0, 40, n)
 
 
+@pytest.mark.parametrize("operator", list(OPS))
 @pytest.mark.parametrize("share", [0.01, 0.05, 0.2])
 @pytest.mark.parametrize("pause", [None, 0.5])
-def test_every_budget_is_exact_with_steady_arrivals_and_pauses(share, pause):
+def test_every_budget_is_exact_with_steady_arrivals_and_pauses(share, pause, operator):
     rng = np.random.default_rng(int(share * 100) + (pause is not None))
     r = _stream(rng, 900, uniform_keys, "a", pause)
     s = _stream(rng, 700, zipf_keys(1.5), "b", pause)
     budget = max(int(share * (len(r) + len(s))), 2 * SMALL["tups_per_block"])
-    res = _run(r, s, budget)
+    res = _run(r, s, budget, operator=operator)
     _check(res, r, s, budget=budget)
     m = res.metrics
     assert m["blocks_written"].max() > 0  # the budget made it flush
@@ -76,11 +78,12 @@ def test_every_budget_is_exact_with_steady_arrivals_and_pauses(share, pause):
         assert m["reactive_episodes"].max() > 0 and (res.output["phase"] == "reactive").any()
 
 
-def test_memory_for_the_whole_input_is_fully_online_and_equals_shj():
+@pytest.mark.parametrize("operator", list(OPS))
+def test_memory_for_the_whole_input_is_fully_online_and_equals_shj(operator):
     rng = np.random.default_rng(5)
     r = _stream(rng, 400, zipf_keys(2.0), "a", 0.5)
     s = _stream(rng, 300, zipf_keys(2.0), "b", 0.5)
-    res = _run(r, s, 10_000)
+    res = _run(r, s, 10_000, operator=operator)
     _check(res, r, s)
     assert set(res.output["phase"]) == {"arriving"}
     shj = run_stream(None, r, s, operator="shj", joiners=1, time="t", tick=400.0,
@@ -89,9 +92,10 @@ def test_memory_for_the_whole_input_is_fully_online_and_equals_shj():
     assert res.metrics["blocks_written"].max() == 0
 
 
+@pytest.mark.parametrize("operator", list(OPS))
 @pytest.mark.parametrize("case", ["hot_both", "hot_one", "one_key", "nulls_dups",
                                   "empty_r", "empty_s", "unequal", "sorted"])
-def test_edge_cases_are_exact(case):
+def test_edge_cases_are_exact(case, operator):
     rng = np.random.default_rng(11)
 
     def hot(rng, n):
@@ -120,7 +124,7 @@ def test_edge_cases_are_exact(case):
         s["t"] = np.sort(s["t"].to_numpy())
         s["key"] = pd.array(np.where(rng.random(len(s)) < 0.1, None, s["key"]), dtype="Int64")
     budget = 60
-    _check(_run(r, s, budget), r, s, budget=budget)
+    _check(_run(r, s, budget, operator=operator), r, s, budget=budget)
 
 
 @pytest.mark.parametrize("band", [0.0, 2.0])
@@ -135,8 +139,8 @@ def test_band_joins_are_exact(band):
 @given(nr=st.integers(0, 120), ns=st.integers(0, 120), domain=st.integers(1, 12),
        budget=st.integers(16, 200), block=st.integers(1, 9), outer=st.integers(1, 4),
        new_arr=st.integers(0, 30), wait=st.floats(1.0, 60.0), seed=st.integers(0, 9))
-def test_property_exact_for_any_parameters(nr, ns, domain, budget, block, outer, new_arr,
-                                           wait, seed):
+def test_property_diner_exact_for_any_parameters(nr, ns, domain, budget, block, outer,
+                                                 new_arr, wait, seed):
     rng = np.random.default_rng(seed)
     r = _stream(rng, nr, lambda g, n: g.integers(0, domain, n), "a", 0.3)
     s = _stream(rng, ns, lambda g, n: g.integers(0, domain, n), "b", 0.6)
@@ -208,3 +212,23 @@ def test_arriving_phase_flushes_as_a_pure_python_reference(seed):
                                   check_names=False)
     flushed = want.iloc[-1][["up", "lw", "md"]]
     assert (flushed > 0).sum() >= 2 and (seed % 3 or flushed.min() > 0)  # uniform: all three
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nr=st.integers(0, 120), ns=st.integers(0, 120), domain=st.integers(1, 12),
+       budget=st.integers(12, 200), block=st.integers(1, 9), n_part=st.integers(1, 9),
+       fan_in=st.integers(2, 5), wait=st.floats(1.0, 60.0), seed=st.integers(0, 9))
+def test_property_hmj_exact_for_any_parameters(nr, ns, domain, budget, block, n_part, fan_in,
+                                               wait, seed):
+    rng = np.random.default_rng(seed)
+    r = _stream(rng, nr, lambda g, n: g.integers(0, domain, n), "a", 0.3)
+    s = _stream(rng, ns, lambda g, n: g.integers(0, domain, n), "b", 0.6)
+    res = _run(r, s, budget, operator="hmj", tups_per_block=block, n_part=n_part,
+               fan_in=fan_in, wait_thresh=wait)
+    _check(res, r, s, budget=budget)
+
+
+def test_hmj_refuses_a_band_join():
+    r = pd.DataFrame({"key": [1], "t": [0.0]})
+    with pytest.raises(ValueError, match="cannot run a band join"):
+        _run(r, r, 10, band=1.0, operator="hmj")

@@ -18,6 +18,7 @@ PROGRAMS: dict[str, str] = {
     "joiner": "joins.online.programs.joiner:Joiner",  # Squall's joiner (two inputs)
     "mjoin": "joins.online.programs.mjoin:MJoin",  # n-way symmetric hash join
     "diner": "joins.online.programs.diner:Diner",  # DINER: memory-bounded, reactive phase
+    "hmj": "joins.online.programs.hmj:HashMerge",  # Hash-Merge Join (DINER's baseline)
 }
 
 
