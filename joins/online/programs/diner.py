@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from joins.online.kernel import EMPTY_I, expand
+from joins.online.pair_counts import pairs_not_met
 from joins.online.programs.single_site import SingleSite, SingleSiteState, pairs_of
 
 UP, LW, MD = 0, 1, 2
@@ -195,7 +196,9 @@ class Diner(SingleSite):
         """Alg 3: the arriving tuple's region of its own relation; the matched tuples' own
         regions of the other (the garbled lines, read per matched tuple)."""
         ws.joins[rel, self._region(ws, rel, np.array([key]))[0]] += n
-        if n:
+        if n and matched[0] == matched[-1]:  # one key (an equi-join): one region
+            ws.joins[1 - rel, self._region(ws, 1 - rel, matched[:1])[0]] += n
+        elif n:
             ws.joins[1 - rel] += np.bincount(self._region(ws, 1 - rel, matched), minlength=3)
 
     def _tups(self, ws, rel: int) -> np.ndarray:
@@ -367,6 +370,13 @@ class Diner(SingleSite):
         are skipped."""
         width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)
         ok, ik = outer["key"], inner["key"]
+        c["probes"] += len(ik)
+        rows = cfg.want_pairs or cfg.pairs_dir
+        if not rows and width == 0:  # counted, never listed (billions of pairs at high skew)
+            n = pairs_not_met(ik, inner["ats"], inner["dts"], ok, outer["ats"], outer["dts"])
+            if n:
+                out.add(n, phase=phase)
+            return
         lo = np.searchsorted(ok, ik - width, "left")
         hi = np.searchsorted(ok, ik + width, "right")
         pi, po = expand(lo, hi)
@@ -375,7 +385,6 @@ class Diner(SingleSite):
         met = np.maximum(inner["ats"][pi], outer["ats"][po]) <= \
             np.minimum(inner["dts"][pi], outer["dts"][po])
         pi, po = pi[~met], po[~met]
-        c["probes"] += len(ik)
         if not len(pi):
             return
         it, ot = inner["tid"][pi], outer["tid"][po]

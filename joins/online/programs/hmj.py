@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from joins.online.kernel import expand
+from joins.online.pair_counts import pairs_across_groups
 from joins.online.programs.single_site import SingleSite, SingleSiteState, pairs_of
 
 
@@ -139,15 +140,19 @@ class HashMerge(SingleSite):
             order = np.argsort(rows["key"], kind="stable")
             sides.append((rows[order], origin[order]))
         (a, oa), (b, ob) = sides
-        lo = np.searchsorted(b["key"], a["key"], "left")
-        hi = np.searchsorted(b["key"], a["key"], "right")
-        pa, pb = expand(lo, hi)
-        keep = oa[pa] != ob[pb]  # one segment's tuples met in memory
-        pa, pb = pa[keep], pb[keep]
         c["probes"] += len(a)
-        if len(pa):
-            pair = (a["tid"][pa], b["tid"][pb]) if cfg.want_pairs or cfg.pairs_dir else ()
-            out.add(len(pa), *pair, phase=phase)
+        if cfg.want_pairs or cfg.pairs_dir:
+            lo = np.searchsorted(b["key"], a["key"], "left")
+            hi = np.searchsorted(b["key"], a["key"], "right")
+            pa, pb = expand(lo, hi)
+            keep = oa[pa] != ob[pb]  # one segment's tuples met in memory
+            pa, pb = pa[keep], pb[keep]
+            if len(pa):
+                out.add(len(pa), a["tid"][pa], b["tid"][pb], phase=phase)
+        else:  # counted, never listed (billions of pairs at high skew)
+            n = pairs_across_groups(a["key"], oa, b["key"], ob)
+            if n:
+                out.add(n, phase=phase)
         merged = tuple(self._write(ws, rel, side["key"], side["tid"])
                        for rel, (side, _) in enumerate(sides))
         ws.segments[j] = [merged, *rest]
