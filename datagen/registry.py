@@ -20,6 +20,7 @@ GENERATORS: dict[str, str] = {
     "stream": "datagen.stream:generate",  # R and S with an arrival order (online operators)
     "tpch": "datagen.tpch:generate",  # TPC-H with Zipf-skewed foreign keys
     "squall_query": "datagen.squall_query:generate",  # the Squall paper's join inputs
+    "diner_streams": "datagen.diner_streams:generate",  # DINER's timed R and S streams
 }
 
 

@@ -19,6 +19,7 @@ KINDS: dict[str, str] = {
     "first_iteration": "experiments.kinds.first_iteration:run_point",
     "online_join": "experiments.kinds.online_join:run_point",
     "squall_theory": "experiments.kinds.squall_theory:run_point",
+    "single_site_join": "experiments.kinds.single_site:run_point",
 }
 
 # The join-registry kind (joins.registry) of the algorithm each series of a figure of this
@@ -27,6 +28,7 @@ ALGORITHM_KINDS: dict[str, str] = {
     "batch_join": "batch",
     "first_iteration": "batch",
     "online_join": "online",
+    "single_site_join": "online",
 }
 
 

@@ -232,8 +232,8 @@ def _named(m: pd.DataFrame, names: list[str]) -> pd.DataFrame:
 
 
 def executor_cores(spark) -> int:
-    """Task slots of the application: about one partition per core is the efficient shape
-    (notes/engine-measurements.md), whatever spark.default.parallelism says."""
+    """Task slots of the application, whatever spark.default.parallelism says: one partition
+    per slot runs a step in one wave (notes/engine-measurements.md, Partitions)."""
     import os
     import re
 

@@ -1,0 +1,99 @@
+"""Experiment kind ``single_site_join``: the DINER paper's operators (DINER and its baselines)
+on one pair of timed streams under a memory budget.
+
+Figure keys: ``workload`` (``generator``, e.g. ``diner_streams``; ``params``; ``sizes`` per
+scale), ``run``: ``memory_share`` (the budget as a share of |R| + |S|, the paper's 5%),
+``tick`` (event-time ticks: the engine's micro-batches; the operator processes every arrival
+one at a time whatever the tick), ``operator_params`` (block size, MaxNewArr, WaitThresh, the
+time model's costs...). A series names its operator (``algorithm``) and may override any of
+them.
+
+The operator is one site: one worker of the engine, on an executor. Spark hosts it and
+generates nothing here (the inputs are small, written on the driver); no speed-up from Spark is
+claimed. Metrics are exact counts of the operator's own run: results of the online phase
+(arriving and reactive, up to the last arrival) and of the clean-up; the total is checked
+against the exact join size (per-key counts of R and S: the Zipf joins have billions of pairs).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
+from experiments.kinds.batch_join import point_settings
+
+
+def _table(folder: Path, name: str) -> pd.DataFrame:
+    return pd.read_parquet(folder / f"{name}.parquet")
+
+
+def exact_join_size(r: pd.DataFrame, s: pd.DataFrame) -> int:
+    """|R join S| on ``key`` from per-key counts (nulls match nothing)."""
+    a, b = r["key"].dropna().value_counts(), s["key"].dropna().value_counts()
+    both = a.index.intersection(b.index)
+    return int((a[both].astype(object) * b[both].astype(object)).sum())
+
+
+def run_point(pc: PointContext) -> PointOutcome:
+    from datagen import materialize
+    from joins.online import run_stream
+    from runtime.spark_session import get_spark
+
+    s = point_settings(pc)
+    wl, run = s["workload"], s["run"]
+    params = dict(wl["params"])
+    params.setdefault("seed", pc.seed)
+    spark = get_spark(**pc.spark_cfg)
+    out = PointOutcome(status="ok", spark_version=spark.version,
+                       spark_master=spark.sparkContext.master)
+    folder = Path(materialize(wl["generator"], params, progress=pc.progress))
+    r, s_ = _table(folder, "R"), _table(folder, "S")
+    total = len(r) + len(s_)
+    budget = max(1, int(round(float(run["memory_share"]) * total)))
+    op_params = dict(run.get("operator_params") or {})
+    with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
+        res = run_stream(spark, str(folder / "R.parquet"), str(folder / "S.parquet"),
+                         operator=s["algorithm"], joiners=1, on="key", time="t",
+                         tick=float(run["tick"]), memory_budget_tuples=budget,
+                         seed=int(params["seed"]), progress=pc.progress, partitions=1,
+                         **op_params)
+    m = res.metrics
+
+    def col(name: str) -> float:
+        return float(m[name].fillna(0).sum()) if name in m else 0.0
+
+    arriving, reactive = col("outputs_arriving"), col("outputs_reactive")
+    outputs = col("outputs")
+    online = arriving + reactive
+    last = m.iloc[-1]
+    expected = exact_join_size(r, s_)
+    out.metrics.update({
+        "online_results": (online, "rows"),
+        "arriving_results": (arriving, "rows"),
+        "reactive_results": (reactive, "rows"),
+        "cleanup_results": (outputs - online, "rows"),
+        "total_results": (outputs, "rows"),
+        "online_share": (online / outputs if outputs else float("nan"), "share of results"),
+        "memory_budget_tuples": (budget, "tuples"),
+        "memory_max": (float(last.get("memory_max", 0)), "tuples"),
+        "reactive_episodes": (float(last.get("reactive_episodes", 0)), "count"),
+        "buffer_at_handover_max": (float(last.get("buffer_at_handover_max", 0)), "tuples"),
+        "blocks_written": (float(last.get("blocks_written", 0)), "count"),
+        "blocks_read": (float(last.get("blocks_read", 0)), "count"),
+        "virtual_end": (float(last.get("clock", float("nan"))), "virtual time units"),
+        "r_tuples": (len(r), "tuples"), "s_tuples": (len(s_), "tuples"),
+        "local_wall_time": (float(res.summary["local_wall_time"]), "local wall s"),
+        "oracle_rows": (expected, "rows"),
+    })
+    normal = m[m["phase"] == "normal"].reindex(
+        columns=["t1", "outputs_arriving", "outputs_reactive"])
+    cumulative = normal[["outputs_arriving", "outputs_reactive"]].fillna(0).sum(axis=1).cumsum()
+    out.series_rows = [{"metric": "cumulative_online_results", "t": float(t1),
+                        "value": float(v), "unit": "rows"}
+                       for t1, v in zip(normal["t1"], cumulative, strict=True)]
+    if int(outputs) != expected:
+        out.status = "error"
+        out.error = f"the operator produced {int(outputs)} results, the join has {expected}"
+    return out
