@@ -183,10 +183,14 @@ def test_an_existing_metrics_file_is_refused_before_spark(files, capsys):
 
 
 @pytest.mark.spark
-def test_run_writes_its_output_and_metrics(spark, tmp_path, capsys):
+def test_run_writes_its_output_and_metrics(spark, tmp_path, capsys, monkeypatch):
     """The whole command on real Spark: the output is DuckDB's join as a multiset and the
-    metrics file holds the run's row (modeled time, tasks, the calibration it used)."""
+    metrics file holds the run's row (modeled time, tasks, the calibration it used). On the
+    tests' shared session (a session of the preset's own settings would replace it)."""
+    import runtime.spark_session
     from joins.oracle import assert_same_rows, oracle_join
+
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda **_kw: spark)
 
     left = pd.DataFrame({"key": [1] * 12 + [2, None], "a": range(14)})
     right = pd.DataFrame({"key": [1] * 5 + [2, 2, None], "b": range(8)})

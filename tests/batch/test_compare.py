@@ -126,7 +126,10 @@ def test_compare_stream_checks_each_operator(spark, tmp_path):
 
 
 @pytest.mark.spark
-def test_compare_command_writes_its_table_and_chart(spark, tmp_path, capsys):
+def test_compare_command_writes_its_table_and_chart(spark, tmp_path, capsys, monkeypatch):
+    import runtime.spark_session
+
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda **_kw: spark)  # shared
     pd.DataFrame({"key": [1] * 20 + [2], "a": range(21)}).to_parquet(tmp_path / "A.parquet")
     pd.DataFrame({"key": [1] * 9 + [3], "b": range(10)}).to_parquet(tmp_path / "B.parquet")
     out = tmp_path / "cmp"
