@@ -133,14 +133,6 @@ class Diner(SingleSite):
     def in_memory(self, ws):
         return tuple(len(m) for m in ws.mem)
 
-    def disk_tuples(self, ws):
-        return sum(d.tuples for d in ws.disk)
-
-    def deliver(self, ws, d, ctx, c, out):
-        if not ws.disk:
-            ws.disk = [self.new_disk(ctx.config, ws, str(r)) for r in (0, 1)]
-        super().deliver(ws, d, ctx, c, out)
-
     def hand_over(self, ws, cfg, buffered):
         return buffered > self.max_new_arr or not self._room_for_a_unit(ws, cfg)
 

@@ -60,16 +60,12 @@ class HashMerge(SingleSite):
         return hash(key) % self.n_part  # a float's hash is the same in every process
 
     def in_memory(self, ws):
-        return (int(ws.count[0].sum()), int(ws.count[1].sum())) if ws.count.size else (0, 0)
+        return int(ws.count[0].sum()), int(ws.count[1].sum())
 
-    def disk_tuples(self, ws):
-        return sum(d.tuples for d in ws.disk)
-
-    def deliver(self, ws, d, ctx, c, out):
-        if not ws.disk:
-            ws.disk = [self.new_disk(ctx.config, ws, str(r)) for r in (0, 1)]
-            ws.count = np.zeros((2, self.n_part), np.int64)
-        super().deliver(ws, d, ctx, c, out)
+    def new_worker(self, wid):
+        ws = super().new_worker(wid)
+        ws.count = np.zeros((2, self.n_part), np.int64)
+        return ws
 
     def arrive(self, ws, cfg, c, out, rel, key, tid):
         """Room first, then probe and store: a bucket flushed for this tuple is on disk when

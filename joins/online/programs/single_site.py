@@ -85,7 +85,7 @@ class SingleSite(Program):
         raise NotImplementedError
 
     def disk_tuples(self, ws) -> int:
-        return 0
+        return sum(d.tuples for d in ws.disk)
 
     # --- the engine's contract ------------------------------------------------------------------
 
@@ -101,6 +101,8 @@ class SingleSite(Program):
 
     def deliver(self, ws, d, ctx, c, out):
         cfg = ctx.config
+        if not ws.disk:  # one disk partition per relation, in the run's spill folder
+            ws.disk = [self.new_disk(cfg, ws, str(r)) for r in (0, 1)]
         order = np.argsort(d.seq, kind="stable")
         t = (d.ts if d.ts is not None else d.seq.astype(float))[order]
         ws.pend_t = np.concatenate([ws.pend_t, t])
