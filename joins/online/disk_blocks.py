@@ -1,10 +1,10 @@
 """A relation's disk partition: a sequence of blocks, each a file of tuples sorted on the join
 key (DINER's Disk_A, Disk_B, paper 2.2).
 
-A block is written once, as one ``.npy`` file of (key, tid, ATS, DTS) rows in key order, and
-read whole; block ids count from 1 as in the paper's ReactiveNL. The folder is the executor's
-scratch (the run's spill folder) or a temporary one. Reads and writes are counted: the time
-model charges them.
+A block is written once, appended to the relation's file as (key, tid, ATS, DTS) rows in key
+order, and read whole from its offset; block ids count from 1 as in the paper's ReactiveNL.
+The folder is the executor's scratch (the run's spill folder) or a temporary one. Reads and
+writes are counted: the time model charges them.
 """
 
 from __future__ import annotations
@@ -14,16 +14,17 @@ import tempfile
 
 import numpy as np
 
-FIELDS = ("key", "tid", "ats", "dts")
-
 
 class BlockDisk:
-    """Blocks of one relation of one worker, as files in ``folder``."""
+    """Blocks of one relation of one worker, appended to one file in ``folder``."""
+
+    DTYPE = np.dtype([("key", "f8"), ("tid", "i8"), ("ats", "i8"), ("dts", "i8")])
 
     def __init__(self, folder: str | None, name: str) -> None:
         self.folder = folder
         self.name = name
         self.sizes: list[int] = []  # tuples per block, block id - 1
+        self.starts: list[int] = []  # the block's first row in the file
         self.reads = 0
         self.writes = 0
 
@@ -34,27 +35,32 @@ class BlockDisk:
     def tuples(self) -> int:
         return sum(self.sizes)
 
-    def _path(self, block: int) -> str:
+    @property
+    def path(self) -> str:
         if self.folder is None:
             self.folder = tempfile.mkdtemp(prefix="diner-")
-        return os.path.join(self.folder, f"{self.name}-{block:07d}.npy")
+        return os.path.join(self.folder, f"{self.name}.blocks")
 
     def append(self, key: np.ndarray, tid: np.ndarray, ats: np.ndarray, dts: np.ndarray) -> int:
         """Write a block (sorted here on the key, stable); returns its id (from 1)."""
         order = np.argsort(key, kind="stable")
-        rows = np.empty(len(key), dtype=[("key", "f8"), ("tid", "i8"), ("ats", "i8"),
-                                         ("dts", "i8")])
+        rows = np.empty(len(key), dtype=self.DTYPE)
         rows["key"], rows["tid"] = key[order], tid[order]
         rows["ats"], rows["dts"] = ats[order], dts[order]
+        with open(self.path, "ab") as f:
+            rows.tofile(f)
+        self.starts.append(self.starts[-1] + self.sizes[-1] if self.sizes else 0)
         self.sizes.append(len(rows))
-        np.save(self._path(len(self.sizes)), rows, allow_pickle=False)
         self.writes += 1
         return len(self.sizes)
 
     def read(self, first: int, count: int = 1) -> np.ndarray:
         """Blocks ``first`` .. ``first + count - 1`` (ids from 1), concatenated, key-sorted."""
-        parts = [np.load(self._path(b), allow_pickle=False)
-                 for b in range(first, first + count)]
+        if count < 1:
+            return np.zeros(0, dtype=self.DTYPE)
+        start, last = self.starts[first - 1], first + count - 2
+        n = self.starts[last] + self.sizes[last] - start
+        rows = np.fromfile(self.path, dtype=self.DTYPE, count=n,
+                           offset=start * self.DTYPE.itemsize)
         self.reads += count
-        rows = np.concatenate(parts) if parts else np.zeros(0, dtype=[(f, "f8") for f in FIELDS])
         return rows[np.argsort(rows["key"], kind="stable")] if count > 1 else rows
