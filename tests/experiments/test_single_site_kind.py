@@ -25,13 +25,16 @@ def test_a_tiny_fig10_point_per_series(tmp_path):
                           cwd=ROOT, text=True, capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = pd.concat([pd.read_parquet(f) for f in (tmp_path / "diner" / "fig10").glob("*.parquet")])
-    assert set(res["series"]) == {"diner", "hmj", "diner_pauses", "hmj_pauses"}
+    from experiments.figures import load_figure
+
+    assert set(res["series"]) == set(load_figure("diner/fig10", "tiny")["series"])
     assert (res["status"] == "ok").all()
     v = res.pivot_table(index="series", columns="metric", values="value")
     assert (v["total_results"] == v["oracle_rows"]).all()
     assert (v["online_results"] <= v["total_results"]).all()
     assert (v["memory_max"] <= v["memory_budget_tuples"]).all()
-    assert (v.loc[["diner_pauses", "hmj_pauses"], "reactive_episodes"] == 0).all()
+    pauses = [s for s in v.index if "pauses" in s]  # WaitThresh read as: only injected pauses
+    assert len(pauses) == 4 and (v.loc[pauses, "reactive_episodes"] == 0).all()
     assert v.loc["diner", "reactive_episodes"] > 0
     png = plot_figure("diner/fig10", "tiny", str(tmp_path))
     assert png is not None and png.exists() and png.with_suffix(".pdf").exists()
