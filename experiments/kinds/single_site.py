@@ -2,7 +2,8 @@
 on one pair of timed streams under a memory budget.
 
 Figure keys: ``workload`` (``generator``, e.g. ``diner_streams``; ``params``; ``sizes`` per
-scale), ``run``: ``memory_share`` (the budget as a share of |R| + |S|, the paper's 5%),
+scale), ``run``: ``memory_share`` (the budget as a share of |R| + |S|, the paper's 5%) or
+``memory_tuples`` (a fixed budget),
 ``tick`` (event-time ticks: the engine's micro-batches; the operator processes every arrival
 one at a time whatever the tick), ``operator_params`` (block size, MaxNewArr, WaitThresh, the
 time model's costs...). A series names its operator (``algorithm``) and may override any of
@@ -51,7 +52,10 @@ def run_point(pc: PointContext) -> PointOutcome:
     folder = Path(materialize(wl["generator"], params, progress=pc.progress))
     r, s_ = _table(folder, "R"), _table(folder, "S")
     total = len(r) + len(s_)
-    budget = max(1, int(round(float(run["memory_share"]) * total)))
+    if run.get("memory_tuples") is not None:  # a fixed memory (Fig 18: 10,000 tuples)
+        budget = int(run["memory_tuples"])
+    else:
+        budget = max(1, int(round(float(run["memory_share"]) * total)))
     op_params = dict(run.get("operator_params") or {})
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
         res = run_stream(spark, str(folder / "R.parquet"), str(folder / "S.parquet"),
