@@ -24,6 +24,7 @@ import pandas as pd
 
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
+from experiments.kinds.online_join import band_outputs
 
 
 def _table(folder: Path, name: str) -> pd.DataFrame:
@@ -31,10 +32,12 @@ def _table(folder: Path, name: str) -> pd.DataFrame:
 
 
 def exact_join_size(r: pd.DataFrame, s: pd.DataFrame) -> int:
-    """|R join S| on ``key`` from per-key counts (nulls match nothing)."""
-    a, b = r["key"].dropna().value_counts(), s["key"].dropna().value_counts()
-    both = a.index.intersection(b.index)
-    return int((a[both].astype(object) * b[both].astype(object)).sum())
+    """|R join S| on ``key``, counted over sorted keys without listing pairs (nulls match
+    nothing): the squall kind's band count with band 0."""
+    def keys(f: pd.DataFrame):
+        return f["key"].dropna().astype("int64").to_numpy()
+
+    return band_outputs(keys(r), keys(s), 0)
 
 
 def run_point(pc: PointContext) -> PointOutcome:
@@ -58,7 +61,8 @@ def run_point(pc: PointContext) -> PointOutcome:
         budget = max(1, int(round(float(run["memory_share"]) * total)))
     op_params = dict(run.get("operator_params") or {})
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
-        res = run_stream(spark, str(folder / "R.parquet"), str(folder / "S.parquet"),
+        # the frames already read (for the join size): Spark does not read the files again
+        res = run_stream(spark, r, s_,
                          operator=s["algorithm"], joiners=1, on="key", time="t",
                          tick=float(run["tick"]), memory_budget_tuples=budget,
                          seed=int(params["seed"]), progress=pc.progress, partitions=1,

@@ -3,8 +3,8 @@ key (DINER's Disk_A, Disk_B, paper 2.2).
 
 A block is written once, appended to the relation's file as (key, tid, ATS, DTS) rows in key
 order, and read whole from its offset; block ids count from 1 as in the paper's ReactiveNL.
-The folder is the executor's scratch (the run's spill folder) or a temporary one. Reads and
-writes are counted: the time model charges them.
+The folder is the executor's scratch (the run's spill folder) or a temporary one. The operator
+counts the blocks it reads and writes (its time model charges them).
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ class BlockDisk:
         self.name = name
         self.sizes: list[int] = []  # tuples per block, block id - 1
         self.starts: list[int] = []  # the block's first row in the file
-        self.reads = 0
-        self.writes = 0
 
     def __len__(self) -> int:
         return len(self.sizes)
@@ -51,7 +49,6 @@ class BlockDisk:
             rows.tofile(f)
         self.starts.append(self.starts[-1] + self.sizes[-1] if self.sizes else 0)
         self.sizes.append(len(rows))
-        self.writes += 1
         return len(self.sizes)
 
     def read(self, first: int, count: int = 1) -> np.ndarray:
@@ -62,5 +59,4 @@ class BlockDisk:
         n = self.starts[last] + self.sizes[last] - start
         rows = np.fromfile(self.path, dtype=self.DTYPE, count=n,
                            offset=start * self.DTYPE.itemsize)
-        self.reads += count
         return rows[np.argsort(rows["key"], kind="stable")] if count > 1 else rows

@@ -21,13 +21,6 @@ def _count_le(composite_sorted: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.searchsorted(composite_sorted, q, "right")
 
 
-def equal_key_pairs(probe_key: np.ndarray, stored_key_sorted: np.ndarray) -> int:
-    """All (probe, stored) pairs with equal keys (stored sorted on the key)."""
-    lo = np.searchsorted(stored_key_sorted, probe_key, "left")
-    hi = np.searchsorted(stored_key_sorted, probe_key, "right")
-    return int((hi - lo).sum())
-
-
 def pairs_not_met(ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray, kb: np.ndarray,
                   ats_b: np.ndarray, dts_b: np.ndarray) -> int:
     """Equal-key pairs (a, b) whose [ATS, DTS] intervals do not overlap (DINER's duplicate

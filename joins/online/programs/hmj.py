@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from joins.online.disk_blocks import BlockDisk
 from joins.online.kernel import expand
 from joins.online.pair_counts import pairs_across_groups
 from joins.online.programs.single_site import SingleSite, SingleSiteState, pairs_of
@@ -106,8 +107,7 @@ class HashMerge(SingleSite):
 
     def _read(self, ws, rel: int, block: int) -> np.ndarray:
         if block == 0:
-            return np.zeros(0, dtype=[("key", "f8"), ("tid", "i8"), ("ats", "i8"),
-                                      ("dts", "i8")])
+            return np.zeros(0, dtype=BlockDisk.DTYPE)
         rows = ws.disk[rel].read(block)
         blocks = -(-len(rows) // self.block)
         ws.stats["blocks_read"] += blocks
