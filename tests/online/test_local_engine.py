@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from joins.online import operators, run_stream
 from joins.online.controller import Scripted
 from joins.online.layouts import GridLayout
-from joins.oracle import assert_same_rows, oracle_join
+from joins.oracle import assert_same_rows, oracle_graph, oracle_join
 from tests.examples import examples
 
 
@@ -184,6 +184,27 @@ def test_evicted_state_and_clean_up_phase_give_every_result_once(r, s, op, batch
         assert res.summary["status"] == "overflow"
         assert (m.groupby("batch")["r_stored"].sum() + m.groupby("batch")["s_stored"].sum()
                 <= 4 * budget + 0).all()
+
+
+@pytest.mark.parametrize("joiners", [1, 3])
+def test_eviction_keeps_a_partner_that_expires_before_the_clean_up(joiners):
+    """Windows with eviction: R's key-1 tuple is evicted before S's key-1 tuple arrives (so
+    their pair is missed), and the S tuple then expires; the clean-up still needs it, so an
+    expired tuple goes to disk in evict mode instead of being dropped."""
+    rf = pd.DataFrame({"key": pd.array([1, 2, 3, 4, 5], dtype="Int64"), "a": np.arange(5),
+                       "t": np.arange(5)})
+    sf = pd.DataFrame({"key": pd.array([1] + [9] * 20, dtype="Int64"), "b": np.arange(21),
+                       "t": np.r_[5, np.arange(20, 100, 4)]})
+    res = run_stream(None, rf, sf, operator="shj", joiners=joiners, batch_size=2,
+                     memory_budget_tuples=3, spill="evict", collect_output=True,
+                     progress=False, backend="local", time="t", window=10)
+    want = oracle_graph({"R": rf, "S": sf}, [("R", "key", "S", "key")], window=10, time="t",
+                        prefixes={"R": "l_", "S": "r_"})
+    assert len(want) == 1
+    assert_same_rows(res.output, want)
+    if joiners == 1:  # all five R tuples share one budget of 3: key 1 is evicted
+        assert (res.output["phase"] == "cleanup").all()
+    assert res.metrics["expired"].sum() > 0
 
 
 def test_a_program_names_its_own_phases(monkeypatch):

@@ -130,16 +130,26 @@ class Joiner(Program):
 
     def end_tick(self, ws, ctx, c):
         cfg = ctx.config
+        ws.last_seq = ctx.last_seq
         if cfg.window is not None and np.isfinite(ctx.watermark):
             cut = ctx.watermark - cfg.window
+            gone = {}
             for rel in (0, 1):
                 store = ws.side(rel)
                 if store.ts is None:  # nothing stored yet
+                    gone[rel] = None
                     continue
                 old = store.ts < cut
+                gone[rel] = store.select(old)
                 if old.any():
                     c["expired"] += int(old.sum())
                     ws.set_side(rel, store.select(~old))
+            if cfg.spill == "evict" and cfg.budget_tuples is not None and \
+                    any(g is not None and len(g) for g in gone.values()):
+                # an expired tuple may still pair with one evicted before it arrived: the
+                # clean-up needs it, so it goes to disk like an evicted one (a later arrival
+                # is beyond its window, so its eviction point misses nothing more)
+                self._write_disk(ws, ctx, gone[0], gone[1], "x")
             for box in ws.outbox.values():
                 for rel in (0, 1):
                     if box[rel].ts is None:
@@ -149,7 +159,6 @@ class Joiner(Program):
                         if not ws.handoff:
                             c["expired"] += int(old.sum())
                         box[rel] = box[rel].select(~old)
-        ws.last_seq = ctx.last_seq
         return self._spill(ws, ctx, c)
 
     def stored(self, ws):
@@ -218,7 +227,18 @@ class Joiner(Program):
             parts[name] = store.select(old)
             ws.set_side(rel, store.select(~old))
         self._forget(ws, seqs[seqs <= cut], None)
-        path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{ctx.batch:06d}.npz")
+        self._write_disk(ws, ctx, parts["r"], parts["s"], "e")
+        ws.disk_resident += over
+        c["spilled"] += over
+        return True
+
+    def _write_disk(self, ws, ctx: Context, r: SideStore | None, s: SideStore | None,
+                    tag: str) -> None:
+        """Write tuples that leave memory at this tick's end to one file (``tag``: e evicted,
+        x expired), with the point they left after: the clean-up's eviction point."""
+        parts = {n: st if st is not None else SideStore() for n, st in (("r", r), ("s", s))}
+        path = os.path.join(ctx.config.spill_dir or "/tmp",
+                            f"w{ws.wid:05d}-b{ctx.batch:06d}{tag}.npz")
         extra = {}
         if any(parts[n].ts is not None for n in ("r", "s")):  # an empty side has no times
             extra = {f"{n}_ts": parts[n].ts if parts[n].ts is not None else np.zeros(0)
@@ -232,9 +252,6 @@ class Joiner(Program):
 
         commit_file(path, write)  # a recomputed task rewrites its batch's file, whole
         ws.spill_files.append(path)
-        ws.disk_resident += over
-        c["spilled"] += over
-        return True
 
     # --- clean-up phase ----------------------------------------------------------------------
     def _disk(self, ws) -> dict[str, list[tuple[SideStore, np.ndarray]]]:
@@ -293,7 +310,7 @@ class Joiner(Program):
         later = np.where(r_first, ss.seq[si], rs.seq[pi])
         evict_first = np.where(r_first, rev[pi], sev[si])
         missed = later > evict_first
-        if ctx.config.window is not None:
+        if ctx.config.window is not None and len(pi):
             missed &= np.abs(rs.ts[pi] - ss.ts[si]) <= ctx.config.window
         c["probes"] += len(rs)
         if _pairs(ctx):
