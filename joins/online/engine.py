@@ -403,12 +403,14 @@ class Engine:
         evict = self.cfg.spill == "evict"
         # a clean-up phase after the stream: evicted state, or a program's own (DINER's)
         cleanup = evict or getattr(self.cfg.program, "cleans_up", False)
-        if evict and not (isinstance(pol, Static) or pol.layout.move_mode == "boundary"):
-            raise ValueError("spill='evict' (clean-up phase) supports static layouts and moves "
-                             "at batch boundaries (relocation, hash rescaling) only")
-        if evict and pol.layout.kind == "biclique":
-            raise ValueError("spill='evict' needs a layout where each pair meets at one worker "
-                             "(grid or hash); a join-biclique stores R and S apart")
+        # The clean-up finds the missed pairs by eviction points where a pair's partners meet
+        # at one worker for the whole run (a static grid or hash layout, or moves at batch
+        # boundaries). Where they may not (moves in flight, a join-biclique storing R and S
+        # apart), the workers log the pairs they produce and the clean-up joins everything
+        # they held, on disk and in memory, minus the log.
+        self.cfg.cleanup_log = evict and (
+            pol.layout.kind == "biclique" or
+            not (isinstance(pol, Static) or pol.layout.move_mode == "boundary"))
         gather = False
         while pos < n or transfer is not None or boundary is not None or cleanup or \
                 tick_next < self.ticks.count:
@@ -425,7 +427,7 @@ class Engine:
             drain = False
             if pos >= n and transfer is None and boundary is None and \
                     tick_next >= self.ticks.count:
-                if gather or len(epochs) == 1:
+                if gather or (len(epochs) == 1 and not self.cfg.cleanup_log):
                     ops.append(Cleanup())  # the stream ended: the clean-up of evicted state
                     cleanup = False
                 else:

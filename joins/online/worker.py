@@ -47,6 +47,9 @@ class RunConfig:
     program: Program | None = None  # the worker program (None: Squall's joiner)
     inputs: int = 2  # number of inputs
     edges: tuple = ()  # n-way join graph: (input, slot, input, slot) equality/band edges
+    # evict mode where a pair's partners may meet at different workers over the run: each
+    # worker logs the pairs it produced (files), and the clean-up subtracts them
+    cleanup_log: bool = False
 
     @property
     def kernel(self) -> Predicate:
@@ -215,6 +218,7 @@ def step(pid: int, records, report) -> PartitionState:
         t0 = _clock()
         c["migrated"] += prog.receive(state.worker(p.dest), p, ctx, c, o)
         _charge(c, t0)
+    cfg_log = chunk.config.cleanup_log
     if chunk.finalize is not None:
         for wid in list(state.workers):
             ws = state.workers[wid]
@@ -225,7 +229,8 @@ def step(pid: int, records, report) -> PartitionState:
             if not chunk.finalize.is_active(wid):
                 if sum(prog.stored(ws)):
                     raise RuntimeError(f"worker {wid} left the layout holding tuples")
-                del state.workers[wid]
+                if not (cfg_log and prog.on_disk(ws)):  # its disk stays for the clean-up
+                    del state.workers[wid]
     state.outgoing = []
     ticks = [i for i, op in enumerate(chunk.ops) if isinstance(op, TickEnd)]
     tick_of = {}  # op index -> the tick it belongs to (the next tick end's)
@@ -244,6 +249,8 @@ def step(pid: int, records, report) -> PartitionState:
                 c["outputs"] = o.count
                 t0 = _clock()  # expiry and the memory budget are the worker's time
                 over = prog.end_tick(ws, ctx, c)
+                if cfg.cleanup_log and phase == "normal" and o.rows:
+                    _log_output(ws, cfg, op.tick, o.pairs(n_in))
                 _charge(c, t0)
                 stored = prog.stored(ws)
                 row = dict(tick=op.tick, worker=w, phase=phase, t0=op.t0, t1=op.t1,
@@ -320,6 +327,20 @@ def step(pid: int, records, report) -> PartitionState:
             payload["pairs"] = tids
     report.add({(chunk.batch, pid): payload})
     return state
+
+
+def _log_output(ws, cfg: RunConfig, tick: int, tids: tuple[np.ndarray, ...]) -> None:
+    """Append a tick's produced pairs to the worker's output log (one file per worker and
+    tick: a retried task rewrites it)."""
+    path = os.path.join(cfg.spill_dir or "/tmp", f"w{ws.wid:05d}-b{tick:06d}-out.npz")
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            np.savez(f, *tids)
+
+    commit_file(path, write)
+    if path not in ws.output_log:
+        ws.output_log.append(path)
 
 
 def _send(state: PartitionState, chunk: Chunk, prog: Program, acc) -> None:

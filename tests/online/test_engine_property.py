@@ -54,9 +54,6 @@ def test_two_inputs_exact(data):
     budget = draw(st.sampled_from([None, 4, 15]))
     rescale = _rescale(draw, op, len(r) + len(s)) if op in ("static_mid", "shj",
                                                              "join_biclique") else None
-    if spill == "evict" and (op in ("join_biclique", "dynamic") or
-                             (rescale and op == "static_mid")):
-        spill = "charge"
     joiners = draw(st.sampled_from([2, 4, 8]))
     params: dict = {}
     factory = op

@@ -155,7 +155,8 @@ def _timed(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("path", ["biclique_resize", "relocate_evict", "window_ticks",
-                                  "mjoin_rescale"])
+                                  "mjoin_rescale", "biclique_resize_evict",
+                                  "grid_rescale_evict"])
 def test_new_engine_paths_on_spark(spark, path):
     """Each new path of the engine on the Spark backend: state really moves between
     partitions; every output is DuckDB's multiset."""
@@ -174,6 +175,17 @@ def test_new_engine_paths_on_spark(spark, path):
                          theta=0.9, batch_size=60, memory_budget_tuples=40, spill="evict", **kw)
         want = oracle_join(r, s)
         assert (res.output["phase"] == "cleanup").any() and res.summary["migrations"] >= 1
+    elif path in ("biclique_resize_evict", "grid_rescale_evict"):
+        # moves in flight with eviction: the clean-up subtracts the workers' output logs
+        op, to = ("join_biclique", [(150, (3, 1)), (400, (1, 3))]) \
+            if path == "biclique_resize_evict" else ("static_mid", [(200, (2,)), (500, (8,))])
+        r, s = _timed(r, 1), _timed(s, 2)
+        res = run_stream(spark, r, s, operator=op, joiners=4, batch_size=70, rescale=to,
+                         memory_budget_tuples=30, spill="evict", time="t", window=30, **kw)
+        want = oracle_graph({"R": r, "S": s}, [("R", "key", "S", "key")], window=30, time="t",
+                            prefixes={"R": "l_", "S": "r_"})
+        assert (res.output["phase"] == "cleanup").any() and res.summary["migrated_tuples"] > 0
+        assert res.metrics["spilled"].sum() > 0
     elif path == "window_ticks":
         r, s = _timed(r, 1), _timed(s, 2)
         res = run_stream(spark, r, s, operator="static_mid", joiners=4, time="t", tick=5,

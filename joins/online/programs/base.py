@@ -60,6 +60,7 @@ class WorkerBase:
     pending: int = 0  # tuples that left the index but are held until the move finalises
     start: int = -1  # epoch start of the running rejoin move (-1: none)
     handoff: bool = False  # the running move hands tuples over (they stay indexed until sent)
+    output_log: list = field(default_factory=list)  # files of produced pairs (RunConfig.cleanup_log)
 
 
 class Program:
@@ -104,6 +105,11 @@ class Program:
     def stored(self, ws) -> tuple[int, ...]:
         """Tuples held in memory per input."""
         raise NotImplementedError
+
+    def on_disk(self, ws) -> bool:
+        """Whether the worker holds state on disk (a worker leaving the layout keeps it for
+        the clean-up)."""
+        return bool(ws.output_log)
 
     def cleanup_pieces(self, ws, layout, ctx: Context) -> list[Piece]:
         """Disk state that must meet other workers' state for the clean-up phase."""

@@ -39,7 +39,8 @@ class JoinerState(WorkerBase):
 
 
 def _pairs(ctx: Context) -> bool:
-    return ctx.config.want_pairs or ctx.config.pairs_dir is not None
+    cfg = ctx.config
+    return cfg.want_pairs or cfg.pairs_dir is not None or cfg.cleanup_log
 
 
 def _empty_like(store: SideStore) -> SideStore:
@@ -144,21 +145,24 @@ class Joiner(Program):
                 if old.any():
                     c["expired"] += int(old.sum())
                     ws.set_side(rel, store.select(~old))
-            if cfg.spill == "evict" and cfg.budget_tuples is not None and \
-                    any(g is not None and len(g) for g in gone.values()):
-                # an expired tuple may still pair with one evicted before it arrived: the
-                # clean-up needs it, so it goes to disk like an evicted one (a later arrival
-                # is beyond its window, so its eviction point misses nothing more)
-                self._write_disk(ws, ctx, gone[0], gone[1], "x")
             for box in ws.outbox.values():
                 for rel in (0, 1):
                     if box[rel].ts is None:
                         continue
                     old = box[rel].ts < cut
                     if old.any():
-                        if not ws.handoff:
+                        if not ws.handoff:  # rejoin: the outbox holds the only copy
                             c["expired"] += int(old.sum())
+                            g = gone[rel]
+                            gone[rel] = box[rel].select(old) if g is None else \
+                                SideStore.concat([g, box[rel].select(old)])
                         box[rel] = box[rel].select(~old)
+            if cfg.spill == "evict" and cfg.budget_tuples is not None and \
+                    any(g is not None and len(g) for g in gone.values()):
+                # an expired tuple may still pair with one evicted before it arrived: the
+                # clean-up needs it, so it goes to disk like an evicted one (a later arrival
+                # is beyond its window, so its eviction point misses nothing more)
+                self._write_disk(ws, ctx, gone[0], gone[1], "x")
         return self._spill(ws, ctx, c)
 
     def stored(self, ws):
@@ -266,9 +270,16 @@ class Joiner(Program):
                     sides[n].append((st, np.full(len(st), ev, np.int64)))
         return sides
 
+    def on_disk(self, ws):
+        return bool(ws.spill_files or ws.output_log)
+
     def cleanup_pieces(self, ws, layout, ctx):
         """Evicted tuples whose partners now live elsewhere (their partition group moved) go
-        to the worker that holds the group under the final layout."""
+        to the worker that holds the group under the final layout. With an output log
+        (``cleanup_log``: partners may have met at different workers over the run) everything
+        the worker holds, in memory and on disk, and its log go to one gathering worker."""
+        if ctx.config.cleanup_log:
+            return self._gather_all(ws, int(np.min(layout.workers)))
         if not ws.spill_files or ctx.config.spill != "evict":
             return []
         out, keep = [], {"r": [], "s": []}
@@ -286,10 +297,54 @@ class Joiner(Program):
         ws.kept_disk = keep  # type: ignore[attr-defined]
         return out
 
+    def _gather_all(self, ws, dest: int) -> list[Piece]:
+        none = np.zeros(0, np.int64)
+        out = [Piece(dest, rel, st, evicted_after=none)
+               for rel, st in ((0, ws.r), (1, ws.s)) if len(st)]
+        for n, lst in self._disk(ws).items():
+            out += [Piece(dest, 0 if n == "r" else 1, st, evicted_after=none)
+                    for st, _ in lst if len(st)]
+        for path in ws.output_log:
+            with np.load(path) as z:
+                out.append(Piece(dest, -1, (z["arr_0"], z["arr_1"]), evicted_after=none))
+        ws.spill_files, ws.output_log = [], []
+        ws.r, ws.s = _empty_like(ws.r), _empty_like(ws.s)
+        return out
+
+    def _cleanup_from_log(self, pieces, ctx, c, out) -> None:
+        """Every tuple the workers held (each once: a grid holds copies) joined, minus the
+        pairs the run produced (its output log): exactly the missed pairs."""
+        sides = {rel: [p.tuples for p in pieces if p.rel == rel] for rel in (0, 1)}
+        if not sides[0] or not sides[1]:
+            return
+        stores = []
+        for rel in (0, 1):
+            st = SideStore.concat(sides[rel])
+            _, first = np.unique(st.tid, return_index=True)
+            keep = np.zeros(len(st), bool)
+            keep[first] = True
+            stores.append(st.select(keep))
+        rs, ss = stores
+        lo, hi = ss.ranges(rs.key, ctx.config.kernel, True)
+        pi, si = expand(lo, hi)
+        if ctx.config.window is not None and len(pi):
+            near = np.abs(rs.ts[pi] - ss.ts[si]) <= ctx.config.window
+            pi, si = pi[near], si[near]
+        width = np.int64(max(int(ss.tid.max(initial=0)), 0) + 1)
+        logged = [p.tuples for p in pieces if p.rel == -1]
+        done = np.concatenate([r * width + s for r, s in logged]) if logged else \
+            np.zeros(0, np.int64)
+        missed = ~np.isin(rs.tid[pi] * width + ss.tid[si], done)
+        c["probes"] += len(rs)
+        out.add(int(missed.sum()), rs.tid[pi[missed]], ss.tid[si[missed]])
+
     def cleanup(self, ws, pieces, ctx, c, out):
         """Join everything the worker ever held (memory + evicted files + pieces gathered from
         other workers) and emit exactly the pairs the run missed: the later tuple's seq is
         beyond the eviction point of the earlier one, within the window."""
+        if ctx.config.cleanup_log:
+            self._cleanup_from_log(pieces, ctx, c, out)
+            return
         disk = getattr(ws, "kept_disk", None) or self._disk(ws)
         for p in pieces:
             disk["r" if p.rel == 0 else "s"].append((p.tuples, p.evicted_after))
