@@ -134,15 +134,16 @@ class Joiner(Program):
         ws.last_seq = ctx.last_seq
         if cfg.window is not None and np.isfinite(ctx.watermark):
             cut = ctx.watermark - cfg.window
-            gone = {}
+            keep = cfg.spill == "evict" and cfg.budget_tuples is not None
+            gone: dict = {0: None, 1: None}
             for rel in (0, 1):
                 store = ws.side(rel)
                 if store.ts is None:  # nothing stored yet
-                    gone[rel] = None
                     continue
                 old = store.ts < cut
-                gone[rel] = store.select(old)
                 if old.any():
+                    if keep:
+                        gone[rel] = store.select(old)
                     c["expired"] += int(old.sum())
                     ws.set_side(rel, store.select(~old))
             for box in ws.outbox.values():
@@ -153,12 +154,12 @@ class Joiner(Program):
                     if old.any():
                         if not ws.handoff:  # rejoin: the outbox holds the only copy
                             c["expired"] += int(old.sum())
+                        if keep and not ws.handoff:
                             g = gone[rel]
                             gone[rel] = box[rel].select(old) if g is None else \
                                 SideStore.concat([g, box[rel].select(old)])
                         box[rel] = box[rel].select(~old)
-            if cfg.spill == "evict" and cfg.budget_tuples is not None and \
-                    any(g is not None and len(g) for g in gone.values()):
+            if keep and any(g is not None and len(g) for g in gone.values()):
                 # an expired tuple may still pair with one evicted before it arrived: the
                 # clean-up needs it, so it goes to disk like an evicted one (a later arrival
                 # is beyond its window, so its eviction point misses nothing more)
