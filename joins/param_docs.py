@@ -34,7 +34,12 @@ PARAM_DOCS: dict[str, str] = {
     "lambda": "λ, the network-vs-disk cost ratio; by default derived from τ = (1+λ)^(3/2)",
     "broadcast_rule": "IB-Join's broadcast of the hot-cold sub-relations: cost (Eqn. 5 "
                       "decides), always or never",
-    "persist_split": "persist the HH/HC/CH/CC sub-relations instead of recomputing each",
+    "persist_split": "split=tag: persist the tagged sub-relations instead of recomputing each",
+    "split": "how the HH/HC/CH/CC sub-relations are made: filter (key-set filters of the "
+             "cached input, sizes from the hot-key pass) or tag (a tagging pass, persisted, "
+             "and a count job)",
+    "fuse_shuffles": "run HC, CH and CC as one Shuffle-Join when neither HC nor CH is "
+                     "broadcast or sized (one shuffle instead of three)",
     "subjoin_partitions": "partitions of the HH, HC and CH sub-joins: all (the input's) or "
                           "sized by their work",
     # Spark's own joins

@@ -1,9 +1,9 @@
 """AM-Join (AM-Join paper, Alg. 15-16, Eqn. 4, Table 2): Tree-Join for keys hot in both
 relations, Index-Broadcast-Joins for keys hot in one, a Shuffle-Join for the rest.
 
-κ_R and κ_S are collected *independently* (:mod:`hot_keys`), then each relation is split locally
-(one broadcast of the hot-key flags, the two rounds of splitRelation fused into one) into
-HH/HC/CH/CC, subscripts (own side, other side), and
+κ_R and κ_S are collected *independently* (:mod:`hot_keys`), in one aggregation that also
+counts each hot key's records on the other side and the relations' sizes; each relation is
+split into HH/HC/CH/CC, subscripts (own side, other side), and
 
     Q = R_HH ⋈ S_HH  ∪  R_HC ⋈ S_CH  ∪  R_CH ⋈ S_HC  ∪  R_CC ⋈ S_CC          (Eqn. 4)
 
@@ -33,9 +33,17 @@ are exact from κ, HC/CH's bounded by τ per large record) instead of all of the
 a sub-join of a few thousand records over every partition costs more in task launches than in
 work. The CC Shuffle-Join keeps all partitions: its pairs are not known in advance.
 
-The split relations are persisted (``ctx.params["persist_split"]``, default true): the paper's
-split writes each record once to one of four sub-relations, whereas re-filtering an unpersisted
-DataFrame would rescan the input once per sub-relation.
+The split (``ctx.params["split"]``): ``filter`` (default) makes each sub-relation a filter of
+the cached input on a literal key set, and takes the exact sizes from the hot-key pass, so the
+split costs no pass, broadcast or job of its own (each sub-join's scan reads the input once, as
+it would read a persisted split); ``tag`` is the earlier plan: a broadcast join tags each record
+with its sub-relation, the tagged relation is persisted (``persist_split``) and a job counts the
+four sizes. Float keys always tag: a literal key set compares -0.0 and NaN unlike the join.
+
+When neither HC nor CH is broadcast nor sized (``fuse_shuffles``, default true), the HC, CH and
+CC Shuffle-Joins run as one Shuffle-Join of everything but HH: a key's class is the same on both
+sides and HC's and CH's small sides never dangle, so the rows are the same with one shuffle
+instead of three (Spark's plan, not the algorithm, changes).
 """
 
 from __future__ import annotations
@@ -45,10 +53,16 @@ from dataclasses import replace
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, FloatType
 
 from joins.api import BatchContext, JoinResult, JoinSpec, prefixed
 from joins.batch import amjoin_common as C
-from joins.batch.hot_keys import get_hot_keys_of, hot_keys_frame, hot_params
+from joins.batch.hot_keys import (
+    get_hot_keys_of,
+    hot_keys_and_sizes,
+    hot_keys_frame,
+    hot_params,
+)
 from joins.batch.ib_join import index_broadcast_join
 from joins.batch.sql_conf import sql_conf
 from joins.batch.tree_join import TreeOptions, shared_hot_keys, tree_join_pairs
@@ -74,7 +88,37 @@ def split_relation(ctx: BatchContext, df: DataFrame, on: str, own: Mapping[Hasha
     counts = {int(r[0]): int(r[1]) for r in sizes}
     parts = {name: tagged.filter(F.col("_code") == code).select(*df.columns)
              for name, code in PARTS.items()}
+    parts["non_hh"] = tagged.filter(F.col("_code") != PARTS["hh"]).select(*df.columns)
     return parts, {name: counts.get(code, 0) for name, code in PARTS.items()}
+
+
+def filter_parts(df: DataFrame, on: str, own: Mapping[Hashable, int],
+                 other: Mapping[Hashable, int]) -> dict[str, DataFrame]:
+    """splitRelation as filters of the cached input on literal key sets (``split=filter``): each
+    sub-join's scan reads the input once and keeps its rows, with no tagging pass, persisted
+    copy, broadcast or count job; the sizes come from the hot-key pass
+    (:class:`~joins.batch.hot_keys.HotKeySizes`). ``non_hh`` is everything but HH (null keys
+    included), for the fused shuffle of HC, CH and CC."""
+    col = F.col(on)
+    both = [k for k in own if k in other]
+    hot = list(dict.fromkeys([*own, *other]))
+    return {"hh": df.filter(col.isin(both)),
+            "hc": df.filter(col.isin([k for k in own if k not in other])),
+            "ch": df.filter(col.isin([k for k in other if k not in own])),
+            "cc": df.filter(col.isNull() | ~col.isin(hot)),
+            "non_hh": df.filter(col.isNull() | ~col.isin(both))}
+
+
+def _filter_split(ctx: BatchContext, left: DataFrame, right: DataFrame, on: str) -> bool:
+    """Whether the lean split applies: ``split=filter`` (the default) with exact hot keys of
+    one key type that is not floating point (a literal key set compares -0.0 and NaN unlike the
+    join's normalised equality, so float keys keep the tagging split)."""
+    mode = str(ctx.params.get("split", "filter"))
+    if mode not in ("filter", "tag"):
+        raise ValueError(f"split must be 'filter' or 'tag', got {mode!r}")
+    kt = left.schema[on].dataType
+    return (mode == "filter" and hot_params(ctx.params).method == "exact"
+            and kt == right.schema[on].dataType and not isinstance(kt, FloatType | DoubleType))
 
 
 def use_broadcast(ctx: BatchContext, n_large: int, m_large: float, n_small: int,
@@ -114,8 +158,13 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
     on, how = spec.on, spec.how
     hp = hot_params(ctx.params)
     extra: dict[str, float] = {}
+    lean = _filter_split(ctx, left, right, on)
     with sql_conf(ctx.spark, conf):
-        kr, ks = get_hot_keys_of([left, right], on, hp, tasks=ctx.executors)
+        if lean:
+            sizes = hot_keys_and_sizes(left, right, on, hp, tasks=ctx.executors)
+            kr, ks = sizes.hot
+        else:
+            kr, ks = get_hot_keys_of([left, right], on, hp, tasks=ctx.executors)
         extra.update(hot_keys_left=len(kr), hot_keys_right=len(ks),
                      hot_keys_both=len(set(kr) & set(ks)))
         if not kr and not ks:
@@ -123,8 +172,12 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             extra["broadcast_bytes"] = 0.0
             return JoinResult(_shuffle_join(left, right, on, how), extra=extra, sql_conf=conf)
         extra["broadcast_bytes"] = len(set(kr) | set(ks)) * (C.key_bytes(left, on) + 8) * 2
-        rs, rn = split_relation(ctx, left, on, kr, ks)
-        ss, sn = split_relation(ctx, right, on, ks, kr)
+        if lean:
+            rs, rn = filter_parts(left, on, kr, ks), sizes.split_sizes(0)
+            ss, sn = filter_parts(right, on, ks, kr), sizes.split_sizes(1)
+        else:
+            rs, rn = split_relation(ctx, left, on, kr, ks)
+            ss, sn = split_relation(ctx, right, on, ks, kr)
         for name in PARTS:
             extra[f"rows_{name}_left"], extra[f"rows_{name}_right"] = rn[name], sn[name]
         m_r, m_s = C.row_bytes(ctx, left), C.row_bytes(ctx, right)
@@ -155,18 +208,33 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
         extra.update(tree_extra)
 
         # R_HC ⋈ S_CH and R_CH ⋈ S_HC (= S_HC ⋈ R_CH, swapped): Small-Large joins
-        for large, small, n_large, n_small, m_large, m_small, large_is_left, keep, tag in (
+        small_large = (
             (rs["hc"], ss["ch"], rn["hc"], sn["ch"], m_r, m_s, True, how in ("left", "full"), "hc"),
             (ss["hc"], rs["ch"], sn["hc"], rn["ch"], m_s, m_r, False, how in ("right", "full"),
              "ch"),
-        ):
+        )
+        plan = {}
+        for _, _, n_large, n_small, m_large, m_small, _, _, tag in small_large:
             extra[f"{tag}_broadcast"] = 0.0
+            if n_large:
+                parts = C.sized_partitions(ctx, work[tag], per_task)
+                extra[f"partitions_{tag}"] = parts
+                plan[tag] = (parts, use_broadcast(ctx, n_large, m_large, n_small, m_small))
+        # Both shuffled on every partition: one Shuffle-Join of everything but HH gives the
+        # same rows as the HC, CH and CC joins apart (a key's class is the same on both sides,
+        # and HC's and CH's small sides never dangle) with one shuffle instead of three.
+        fused = bool(ctx.params.get("fuse_shuffles", True)) and all(
+            p == ctx.partitions and not b for p, b in plan.values())
+        extra["fused_shuffles"] = float(fused)
+        if fused:
+            frames.append(_shuffle_join(rs["non_hh"], ss["non_hh"], on, how))
+            small_large = ()
+        for large, small, n_large, _, _, _, large_is_left, keep, tag in small_large:
             if n_large == 0:
                 continue  # nothing to join and nothing to preserve (the small side never dangles)
-            parts = C.sized_partitions(ctx, work[tag], per_task)
-            extra[f"partitions_{tag}"] = parts
+            parts, bcast = plan[tag]
             sized = parts if parts < ctx.partitions else None
-            if use_broadcast(ctx, n_large, m_large, n_small, m_small):
+            if bcast:
                 if sized:
                     large = large.coalesce(sized)  # no shuffle: merges the large side's splits
                 out, ib = index_broadcast_join(ctx, large, small, on, large_is_left,
@@ -182,7 +250,8 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
             frames.append(out)
 
         # R_CC ⋈ S_CC: Shuffle-Join of the requested type (null keys are all here)
-        frames.append(_shuffle_join(rs["cc"], ss["cc"], on, how))
+        if not fused:
+            frames.append(_shuffle_join(rs["cc"], ss["cc"], on, how))
         order = ["l_" + c for c in left.columns] + ["r_" + c for c in right.columns]
         output = C.union_all([f.select(*order) for f in frames])
     return JoinResult(output, extra={k: float(v) for k, v in extra.items()}, sql_conf=conf)

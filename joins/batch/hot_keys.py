@@ -200,6 +200,100 @@ def _exact_hot_keys(frames: Sequence[DataFrame], on: str, params: HotKeyParams,
     return _top_per_side(candidates, len(frames), params.max_keys, params.threshold)
 
 
+@dataclass(frozen=True)
+class HotKeySizes:
+    """κ_R and κ_S with each hot key's records on both sides and the relations' sizes: enough
+    for the exact sizes of AM-Join's HH/HC/CH/CC sub-relations without a pass of their own."""
+
+    hot: tuple[dict[Hashable, int], dict[Hashable, int]]  # κ_R, κ_S: key -> own records
+    other: tuple[dict[Hashable, int], dict[Hashable, int]]  # κ_R's keys -> S records; κ_S's -> R
+    totals: tuple[int, int]  # |R|, |S|, null keys included
+
+    def split_sizes(self, side: int) -> dict[str, int]:
+        """Records of relation ``side`` (0 = R) in each sub-relation (own side, other side)."""
+        own, oth = self.hot[side], self.hot[1 - side]
+        hh = sum(n for k, n in own.items() if k in oth)
+        hc = sum(n for k, n in own.items() if k not in oth)
+        ch = sum(self.other[1 - side][k] for k in oth if k not in own)
+        return {"hh": hh, "hc": hc, "ch": ch, "cc": self.totals[side] - hh - hc - ch}
+
+
+def hot_keys_and_sizes(left: DataFrame, right: DataFrame, on: str, params: HotKeyParams,
+                       tasks: int | None = None) -> HotKeySizes:
+    """κ_R and κ_S by the exact method in the one job of :func:`get_hot_keys_of`, counting each
+    key's records on both sides at once: the top per side also carries a hot key's records on
+    the other side, and every partition its totals (Arrow batches, no per-key Python loop)."""
+    if params.method != "exact" or params.max_keys <= 0:
+        raise ValueError("hot_keys_and_sizes needs the exact method and |κ|max > 0")
+    keys = left.select(F.col(on).alias("_key"), F.lit(1).alias("_r")).union(
+        right.select(F.col(on).alias("_key"), F.lit(0).alias("_r")))
+    if tasks:
+        keys = keys.coalesce(int(tasks))
+    counts = keys.groupBy("_key").agg(F.sum("_r").cast("long").alias("n0"),
+                                      F.count(F.lit(1)).alias("n"))
+    if tasks:
+        counts = counts.coalesce(int(tasks))
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    schema = StructType([StructField("side", IntegerType(), False),
+                         StructField("key", counts.schema["_key"].dataType, True),
+                         StructField("n", LongType(), False),
+                         StructField("other", LongType(), False)])
+    _ship_by_value()
+    tops = counts.mapInArrow(_arrow_tops(float(params.threshold), int(params.max_keys)), schema)
+    found: list[list[tuple[Hashable, int]]] = [[], []]
+    other: list[dict[Hashable, int]] = [{}, {}]
+    totals = [0, 0]
+    for side, key, n, oth in tops.collect():
+        if side < 0:
+            totals[0] += int(n)
+            totals[1] += int(oth)
+            continue
+        found[side].append((key, int(n)))
+        other[side][key] = int(oth)
+    hot = [top_of_counts(items, params.threshold, params.max_keys) for items in found]
+    return HotKeySizes(hot=(hot[0], hot[1]),
+                       other=tuple({k: other[s][k] for k in hot[s]} for s in (0, 1)),
+                       totals=(totals[0], totals[1]))
+
+
+def _arrow_tops(threshold: float, max_keys: int):
+    """Per partition of (key, n0, n) counts: each side's local top (with the other side's
+    records) and one totals row (side -1)."""
+
+    def run(batches):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        tot0 = tot = 0
+        cand: list[list[tuple]] = [[], []]
+        key_type = None
+        for b in batches:
+            key, n0, n = b.column("_key"), b.column("n0"), b.column("n")
+            key_type = key.type
+            n1 = pc.subtract(n, n0)
+            tot0 += pc.sum(n0).as_py() or 0
+            tot += pc.sum(n).as_py() or 0
+            for side, own, oth in ((0, n0, n1), (1, n1, n0)):
+                m = pc.and_(pc.is_valid(key), pc.greater_equal(own, threshold))
+                if pc.any(m).as_py():
+                    cand[side] += zip(pc.filter(key, m).to_pylist(),
+                                      pc.filter(own, m).to_pylist(),
+                                      pc.filter(oth, m).to_pylist(), strict=True)
+        rows = [(side, k, n_own, n_oth) for side in (0, 1)
+                for k, n_own, n_oth in heapq.nsmallest(max_keys, cand[side],
+                                                       key=lambda t: _rank(t[:2]))]
+        rows.append((-1, None, tot0, tot - tot0))
+        if key_type is None:
+            return
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([r[0] for r in rows], pa.int32()), pa.array([r[1] for r in rows], key_type),
+             pa.array([r[2] for r in rows], pa.int64()), pa.array([r[3] for r in rows], pa.int64())],
+            names=["side", "key", "n", "other"])
+
+    return run
+
+
 def _rank(item: tuple[Hashable, int]) -> tuple:
     """Most frequent first, ties by key (NaN last, as Spark orders it)."""
     key, n = item

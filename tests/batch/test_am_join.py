@@ -154,6 +154,38 @@ def test_random_inputs_match_oracle(spark, left, right, how, name, rule):
     assert_same_rows(out, oracle_join(lf, rf, "key", how))
 
 
+@settings(max_examples=examples(10), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(left=rows, right=rows, how=st.sampled_from(["inner", "left", "right", "full"]),
+       rule=st.sampled_from(["cost", "never"]), fuse=st.booleans())
+def test_lean_split_keeps_sizes_and_rows(spark, left, right, how, rule, fuse):
+    """split=filter (sizes from the hot-key pass, sub-relations as key-set filters) and the
+    fused shuffle of HC, CH and CC give the tagging split's sizes and the oracle's rows."""
+    lf, rf = frames(left, right)
+    base = {"hot_threshold": 3, "broadcast_rule": rule}
+    out, extra = run(spark, "am_join", lf, rf, how, params={**base, "fuse_shuffles": fuse})
+    _, tagged = run(spark, "am_join", lf, rf, how, params={**base, "split": "tag",
+                                                          "fuse_shuffles": False})
+    assert_same_rows(out, oracle_join(lf, rf, "key", how))
+    sizes = sorted(k for k in tagged if k.startswith(("rows_", "hot_keys")))
+    assert {k: extra[k] for k in sizes} == {k: tagged[k] for k in sizes}
+    if rule == "never" and fuse and "rows_hh_left" in extra:
+        assert extra["fused_shuffles"] == 1.0
+
+
+def test_float_keys_keep_the_tagging_split(spark):
+    """A literal key set compares -0.0 and NaN unlike the join's equality: float keys tag."""
+    from joins.batch.am_join import _filter_split
+
+    ctx = BatchContext(spark, params={})
+    f = to_spark(spark, pd.DataFrame({"key": [0.0, -0.0, 1.5]}))
+    i = to_spark(spark, pd.DataFrame({"key": [0, 1, 2]}))
+    assert not _filter_split(ctx, f, f, "key") and _filter_split(ctx, i, i, "key")
+    assert not _filter_split(BatchContext(spark, params={"split": "tag"}), i, i, "key")
+    with pytest.raises(ValueError, match="split must be"):
+        _filter_split(BatchContext(spark, params={"split": "x"}), i, i, "key")
+
+
 def test_string_keys_and_mixed_columns(spark):
     left = pd.DataFrame({"key": ["a"] * 7 + ["b"] * 4 + ["c", None], "x": [0.5 * i for i in range(13)],
                          "flag": [i % 2 == 0 for i in range(13)]})
