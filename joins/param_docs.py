@@ -25,6 +25,8 @@ PARAM_DOCS: dict[str, str] = {
     "hh_capacity": "counters of the Space-Saving summary (hot_key_method=space_saving); "
                    "none means 10 x max_hot_keys",
     # Tree-Join
+    "coalesce_maps": "run the unraveling's and chunking's map sides as E tasks (one wave) "
+                     "instead of one per input partition",
     "canonical_order": "sort each output pair's record lists so outputs are deterministic",
     "sublist_ids": "how a hot key's records are split into sub-lists: by input position "
                    "(deterministic for cached inputs) or by record content",

@@ -382,4 +382,5 @@ def hot_keys_frame(spark, hot: Mapping[Hashable, Any], key_type, columns: dict[s
     schema = StructType([StructField(key_name, key_type, False)]
                         + [StructField(c, LongType(), False) for c in columns])
     rows = [(k, *[int(columns[c][i]) for c in columns]) for i, k in enumerate(keys)]
-    return spark.createDataFrame(rows, schema)
+    # one slice: broadcasting it runs one task, not one per default-parallelism slice
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, 1), schema)

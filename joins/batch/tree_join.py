@@ -82,6 +82,10 @@ class TreeOptions:
     sublist_ids: str = "position"
     # every key of the inputs is in κ_RS (AM-Join's HH sub-relations): no cold index to build
     only_shared_hot: bool = False
+    # tasks of the unraveling's and the chunking's map sides (None: one per input partition):
+    # their per-record work is a projection and an explode, so one wave on E executors costs
+    # far fewer task launches than one task per partition of every input
+    map_tasks: int | None = None
 
     @staticmethod
     def of(ctx: BatchContext, how: str, self_join: bool) -> TreeOptions:
@@ -98,6 +102,7 @@ class TreeOptions:
             diagonal=bool(p.get("self_join_diagonal", True)),
             canonical_order=bool(p.get("canonical_order", True)),
             sublist_ids=ids,
+            map_tasks=ctx.executors if bool(p.get("coalesce_maps", True)) else None,
         )
 
 
@@ -212,8 +217,11 @@ def unraveled_index(left_hot: DataFrame, right_hot: DataFrame, on: str, left: Da
         "_dl", F.struct(*rcols).alias("_r"),
     ).select(_K, F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_i"),
              "_j", C.null_record(left).alias("_l"), "_r")
+    both = ul.union(ur.select(_K, "_i", "_j", "_l", "_r"))
+    if opts.map_tasks:  # above the own-id projection: each input partition keeps its index
+        both = both.coalesce(opts.map_tasks)
     return (
-        ul.union(ur.select(_K, "_i", "_j", "_l", "_r"))
+        both
         .repartition(opts.partitions, _K, "_i", "_j")
         .groupBy(_K, "_i", "_j")
         .agg(F.collect_list("_l").alias(_L1), F.collect_list("_r").alias(_L2))
@@ -364,6 +372,8 @@ def _chunk(hot: DataFrame, opts: TreeOptions) -> DataFrame:
 def next_index(hot: DataFrame, opts: TreeOptions, iteration: int) -> DataFrame:
     """The hot entries chunked, then randomShuffle'd (partition = hash(key, tag, seed, iteration))."""
     chunks = _chunk(hot, opts)
+    if opts.map_tasks:
+        chunks = chunks.coalesce(opts.map_tasks)
     target = F.xxhash64(_K, _T, F.lit(opts.seed), F.lit(iteration))
     return chunks.repartition(opts.partitions, target)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -232,6 +233,34 @@ def test_basic_fails_where_balanced_fits(spark):
     out, extra = run(spark, "tree_join", LEFT, RIGHT, **budget)
     assert extra["max_group_records"] * 10 <= 150
     assert_same_rows(out, oracle_join(LEFT, RIGHT, "key", "inner"))
+
+
+@pytest.mark.parametrize("name", ["tree_join", "am_join"])
+def test_coalesced_map_sides_keep_the_draws(spark, name):
+    """coalesce_maps merges the unraveling's and chunking's map tasks above the own-id
+    projection: every input partition keeps its index, so position-based sub-list ids, and with
+    them every count of the index (entries per iteration, largest group), stay the same."""
+    rng = np.random.default_rng(3)
+    left = pd.DataFrame({"key": np.r_[np.full(300, 1), np.full(80, 2), rng.integers(3, 40, 200)],
+                         "a": np.arange(580)})
+    right = pd.DataFrame({"key": np.r_[np.full(250, 1), np.full(60, 2), rng.integers(3, 40, 150)],
+                          "b": np.arange(460)})
+    lf, rf = (frame(spark, df).repartition(7) for df in (left, right))  # 14 map partitions
+    runs = []
+    for c in (True, False):
+        ctx = BatchContext(spark, executors=2, partitions=12,
+                           params={"hot_threshold": 5, "coalesce_maps": c})
+        result = get(name).load()(ctx, lf, rf, JoinSpec("key"))
+        with sql_conf(spark, result.sql_conf):
+            runs.append((result.output.toPandas(), result.extra))
+        amjoin_common.release_all()
+    (out, extra), (base_out, base) = runs
+    assert_same_rows(out, oracle_join(left, right))
+    assert_same_rows(base_out, out)
+    counts = [k for k in base if k.startswith(("index_entries", "max_group", "iterations",
+                                               "replicated", "chunking"))]
+    assert len(counts) >= 5 and extra["iterations"] >= 2
+    assert {k: extra[k] for k in counts} == {k: base[k] for k in counts}
 
 
 def test_recomputation_gives_identical_rows(spark):
