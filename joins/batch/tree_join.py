@@ -195,6 +195,16 @@ def _own_sublist(rec: Column, n_sublists: Column, side: int, opts: TreeOptions) 
     return F.pmod(F.xxhash64(*parts), n_sublists)
 
 
+def _map_side(df: DataFrame, opts: TreeOptions, shares: int = 1) -> DataFrame:
+    """``df``'s partitions merged into ``map_tasks / shares`` map tasks (no shuffle). Placed
+    above a projection that draws own ids by position, each input partition still computes its
+    own rows with its own index; placed below an explode, so Spark does not collapse it into the
+    shuffle's repartition that follows (a coalesce right under a repartition is dropped)."""
+    if not opts.map_tasks:
+        return df
+    return df.coalesce(max(1, opts.map_tasks // shares))
+
+
 def unraveled_index(left_hot: DataFrame, right_hot: DataFrame, on: str, left: DataFrame,
                     right: DataFrame, opts: TreeOptions) -> DataFrame:
     """unravel (Alg. 7) + buildJoinedIndex on augmented keys + stripKeyPadding (Alg. 6 l. 8-11).
@@ -207,21 +217,18 @@ def unraveled_index(left_hot: DataFrame, right_hot: DataFrame, on: str, left: Da
     rcols = [right_hot[c] for c in right.columns]
     # the own id is drawn in its own projection, before the explode: Spark evaluates the other
     # expressions of a generator's select once per *output* row
-    ul = left_hot.select(
+    ul = _map_side(left_hot.select(
         left_hot[on].alias(_K), _own_sublist(F.struct(*lcols), F.col("_dl"), 0, opts).alias("_i"),
         "_dr", F.struct(*lcols).alias("_l"),
-    ).select(_K, "_i", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dr") - 1)).alias("_j"),
+    ), opts, 2).select(_K, "_i", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dr") - 1)).alias("_j"),
              "_l", C.null_record(right).alias("_r"))
-    ur = right_hot.select(
+    ur = _map_side(right_hot.select(
         right_hot[on].alias(_K), _own_sublist(F.struct(*rcols), F.col("_dr"), 1, opts).alias("_j"),
         "_dl", F.struct(*rcols).alias("_r"),
-    ).select(_K, F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_i"),
+    ), opts, 2).select(_K, F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_i"),
              "_j", C.null_record(left).alias("_l"), "_r")
-    both = ul.union(ur.select(_K, "_i", "_j", "_l", "_r"))
-    if opts.map_tasks:  # above the own-id projection: each input partition keeps its index
-        both = both.coalesce(opts.map_tasks)
     return (
-        both
+        ul.union(ur.select(_K, "_i", "_j", "_l", "_r"))
         .repartition(opts.partitions, _K, "_i", "_j")
         .groupBy(_K, "_i", "_j")
         .agg(F.collect_list("_l").alias(_L1), F.collect_list("_r").alias(_L2))
@@ -238,8 +245,8 @@ def unraveled_self_index(rel_hot: DataFrame, on: str, rel: DataFrame,
     """
     cols = [rel_hot[c] for c in rel.columns]
     own = _own_sublist(F.struct(*cols), F.col("_dl"), 0, opts)
-    u = rel_hot.select(rel_hot[on].alias(_K), own.alias("_a"), "_dl",
-                       F.struct(*cols).alias("_rec"))
+    u = _map_side(rel_hot.select(rel_hot[on].alias(_K), own.alias("_a"), "_dl",
+                                 F.struct(*cols).alias("_rec")), opts)
     u = u.select(_K, "_a", F.explode(F.sequence(F.lit(0).cast("long"), F.col("_dl") - 1)).alias("_b"),
                  "_rec")
     u = u.select(_K, F.least("_a", "_b").alias("_i"), F.greatest("_a", "_b").alias("_j"),
@@ -371,9 +378,7 @@ def _chunk(hot: DataFrame, opts: TreeOptions) -> DataFrame:
 
 def next_index(hot: DataFrame, opts: TreeOptions, iteration: int) -> DataFrame:
     """The hot entries chunked, then randomShuffle'd (partition = hash(key, tag, seed, iteration))."""
-    chunks = _chunk(hot, opts)
-    if opts.map_tasks:
-        chunks = chunks.coalesce(opts.map_tasks)
+    chunks = _chunk(_map_side(hot, opts), opts)
     target = F.xxhash64(_K, _T, F.lit(opts.seed), F.lit(iteration))
     return chunks.repartition(opts.partitions, target)
 

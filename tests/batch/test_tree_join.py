@@ -251,6 +251,8 @@ def test_coalesced_map_sides_keep_the_draws(spark, name):
         ctx = BatchContext(spark, executors=2, partitions=12,
                            params={"hot_threshold": 5, "coalesce_maps": c})
         result = get(name).load()(ctx, lf, rf, JoinSpec("key"))
+        plan = result.output._jdf.queryExecution().executedPlan().toString()
+        assert ("Coalesce" in plan) == c  # not collapsed into the shuffle that follows
         with sql_conf(spark, result.sql_conf):
             runs.append((result.output.toPandas(), result.extra))
         amjoin_common.release_all()
