@@ -41,7 +41,7 @@ PARAM_DOCS: dict[str, str] = {
              "cached input, sizes from the hot-key pass) or tag (a tagging pass, persisted, "
              "and a count job)",
     "fuse_shuffles": "run HC, CH and CC as one Shuffle-Join when neither HC nor CH is "
-                     "broadcast or sized (one shuffle instead of three)",
+                     "broadcast (one shuffle instead of three)",
     "subjoin_partitions": "partitions of the HH, HC and CH sub-joins: all (the input's) or "
                           "sized by their work",
     # Spark's own joins

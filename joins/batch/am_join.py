@@ -40,7 +40,7 @@ it would read a persisted split); ``tag`` is the earlier plan: a broadcast join 
 with its sub-relation, the tagged relation is persisted (``persist_split``) and a job counts the
 four sizes. Float keys always tag: a literal key set compares -0.0 and NaN unlike the join.
 
-When neither HC nor CH is broadcast nor sized (``fuse_shuffles``, default true), the HC, CH and
+When neither HC nor CH is broadcast (``fuse_shuffles``, default true), the HC, CH and
 CC Shuffle-Joins run as one Shuffle-Join of everything but HH: a key's class is the same on both
 sides and HC's and CH's small sides never dangle, so the rows are the same with one shuffle
 instead of three (Spark's plan, not the algorithm, changes).
@@ -220,11 +220,12 @@ def _run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec,
                 parts = C.sized_partitions(ctx, work[tag], per_task)
                 extra[f"partitions_{tag}"] = parts
                 plan[tag] = (parts, use_broadcast(ctx, n_large, m_large, n_small, m_small))
-        # Both shuffled on every partition: one Shuffle-Join of everything but HH gives the
-        # same rows as the HC, CH and CC joins apart (a key's class is the same on both sides,
-        # and HC's and CH's small sides never dangle) with one shuffle instead of three.
-        fused = bool(ctx.params.get("fuse_shuffles", True)) and all(
-            p == ctx.partitions and not b for p, b in plan.values())
+        # Neither broadcast: one Shuffle-Join of everything but HH gives the same rows as the
+        # HC, CH and CC joins apart (a key's class is the same on both sides, and HC's and CH's
+        # small sides never dangle) with one shuffle instead of three; HC's and CH's records
+        # then travel in CC's shuffle, so no stage is sized for them.
+        fused = bool(ctx.params.get("fuse_shuffles", True)) and not any(
+            b for _, b in plan.values())
         extra["fused_shuffles"] = float(fused)
         if fused:
             frames.append(_shuffle_join(rs["non_hh"], ss["non_hh"], on, how))

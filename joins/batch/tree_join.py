@@ -423,7 +423,7 @@ def run_iterations(ctx: BatchContext, idx: DataFrame, opts: TreeOptions, stats: 
         stats.max_group_records = max(stats.max_group_records, st.held)
         ctx.require_memory("largest key group", key_group_bytes(st.held, record_bytes))
         hot_flag = _is_hot(opts)
-        partials.append(cold_pairs(idx.filter(~hot_flag), opts))
+        partials.append(cold_pairs(_map_side(idx.filter(~hot_flag), opts), opts))
         if st.hot == 0:
             break
         # the longest chain of chunkings: an entry of iteration k has been chunked k - 1 times,

@@ -157,13 +157,15 @@ def test_random_inputs_match_oracle(spark, left, right, how, name, rule):
 @settings(max_examples=examples(10), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(left=rows, right=rows, how=st.sampled_from(["inner", "left", "right", "full"]),
-       rule=st.sampled_from(["cost", "never"]), fuse=st.booleans())
-def test_lean_split_keeps_sizes_and_rows(spark, left, right, how, rule, fuse):
+       rule=st.sampled_from(["cost", "never"]), fuse=st.booleans(),
+       sized=st.sampled_from(["all", "sized"]))
+def test_lean_split_keeps_sizes_and_rows(spark, left, right, how, rule, fuse, sized):
     """split=filter (sizes from the hot-key pass, sub-relations as key-set filters) and the
     fused shuffle of HC, CH and CC give the tagging split's sizes and the oracle's rows."""
     lf, rf = frames(left, right)
     base = {"hot_threshold": 3, "broadcast_rule": rule}
-    out, extra = run(spark, "am_join", lf, rf, how, params={**base, "fuse_shuffles": fuse})
+    out, extra = run(spark, "am_join", lf, rf, how, params={**base, "fuse_shuffles": fuse,
+                                                          "subjoin_partitions": sized})
     _, tagged = run(spark, "am_join", lf, rf, how, params={**base, "split": "tag",
                                                           "fuse_shuffles": False})
     assert_same_rows(out, oracle_join(lf, rf, "key", how))
