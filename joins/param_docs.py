@@ -42,8 +42,8 @@ PARAM_DOCS: dict[str, str] = {
              "and a count job)",
     "fuse_shuffles": "run HC, CH and CC as one Shuffle-Join when neither HC nor CH is "
                      "broadcast (one shuffle instead of three)",
-    "subjoin_partitions": "partitions of the HH, HC and CH sub-joins: all (the input's) or "
-                          "sized by their work",
+    "subjoin_partitions": "partitions of the HH, HC and CH sub-joins: sized by their work "
+                          "(default) or all (the input's)",
     # Spark's own joins
     "skewed_partition_factor": "Spark AQE: a partition this many times the median is skewed",
     "skewed_partition_threshold_bytes": "Spark AQE: and larger than this (e.g. 1MB) to be split",

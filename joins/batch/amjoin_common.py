@@ -186,7 +186,7 @@ SUBJOIN_PARTITIONS = ("all", "sized")
 
 
 def subjoin_partitions_mode(ctx: BatchContext) -> str:
-    mode = str(ctx.params.get("subjoin_partitions", "all"))
+    mode = str(ctx.params.get("subjoin_partitions", "sized"))
     if mode not in SUBJOIN_PARTITIONS:
         raise ValueError(f"subjoin_partitions must be one of {', '.join(SUBJOIN_PARTITIONS)}, "
                          f"got {mode!r}")

@@ -249,7 +249,8 @@ def test_coalesced_map_sides_keep_the_draws(spark, name):
     runs = []
     for c in (True, False):
         ctx = BatchContext(spark, executors=2, partitions=12,
-                           params={"hot_threshold": 5, "coalesce_maps": c})
+                           params={"hot_threshold": 5, "coalesce_maps": c,
+                                   "subjoin_partitions": "all"})
         result = get(name).load()(ctx, lf, rf, JoinSpec("key"))
         plan = result.output._jdf.queryExecution().executedPlan().toString()
         assert ("Coalesce" in plan) == c  # not collapsed into the shuffle that follows
