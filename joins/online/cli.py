@@ -104,10 +104,15 @@ def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s:
     typed = {k: _typed(extra, k, hints.get(k, typing.Any)) for k in extra}
     graph = {"graph": opts["graph"]} if "graph" in _factory_params(factory) else {}
     try:
-        factory(joiners, n_r=n_r, n_s=n_s, seed=opts["seed"], controller=opts["controller"],
-                band=opts["band"], **graph, **typed)
+        policy = factory(joiners, n_r=n_r, n_s=n_s, seed=opts["seed"],
+                         controller=opts["controller"], band=opts["band"], **graph, **typed)
     except (ValueError, TypeError) as e:
         raise UsageError(f"{op}: {e}") from e
+    from joins.online.controller import Static
+
+    if opts.get("rescale") and type(policy) is not Static:
+        raise UsageError(f"rescale= changes a static operator's units by hand; {op}'s "
+                         "controller decides its own layout")
     return typed
 
 
@@ -202,6 +207,23 @@ def _check_graph(schemas: dict, graph, band: float | None, time: str | None) -> 
                                  "timestamp")
 
 
+def _check_time_nulls(paths: dict[str, str], time: str) -> None:
+    """Every arrival needs its event time: a null (or NaN) one is refused here, before Spark
+    starts (reads the time column alone)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    for nm, path in paths.items():
+        column = ds.dataset(path, format="parquet").to_table(columns=[time]).column(time)
+        nulls = column.null_count
+        if pa.types.is_floating(column.type):
+            nulls += int(pc.sum(pc.is_nan(column)).as_py() or 0)
+        if nulls:
+            raise UsageError(f"time column {time!r} of {nm} has {nulls} null or NaN values; "
+                             "every arrival needs its event time")
+
+
 def _rescale(value: str, op: str, total: int) -> list[tuple[int, tuple[int, ...]]]:
     """``AT:UNITS[,AT:UNITS...]``: a unit count, or R+S units for a join-biclique."""
     out = []
@@ -215,7 +237,9 @@ def _rescale(value: str, op: str, total: int) -> list[tuple[int, tuple[int, ...]
                              f"join_biclique), got {item!r}") from e
         if not colon or not u:
             raise UsageError(f"rescale: expected AT:UNITS, got {item!r}")
-        if at_i < 0 or at_i >= total:
+        if at_i < 0:
+            raise UsageError(f"rescale point {at_i} must be >= 0 (an arrival number)")
+        if at_i >= total:
             raise UsageError(f"rescale point {at_i} is past the end of the stream "
                              f"({total} tuples)")
         if min(u) < 1:
@@ -306,6 +330,8 @@ def validate(args: dict) -> dict:
     if "inputs" not in args and graph.shared and "." not in on:  # the batch CLI's messages
         check_key({"r": schemas["R"], "s": schemas["S"]}, on)
     _check_graph(schemas, graph, band, time)
+    if time:
+        _check_time_nulls(paths, time)
     tick, window = _positive(args, "tick", True), _positive(args, "window", False)
     if (tick is not None or window is not None) and time is None:
         raise UsageError("tick= and window= need an event-time column: time=COLUMN")

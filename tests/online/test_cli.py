@@ -219,6 +219,7 @@ def three(tmp_path):
         pd.DataFrame({"k": [1, 2, 2, None], "x": [5, 5, 6, 7], "t": [0.0, 1.5, 2.0, 3.0],
                       col: [1, 2, 3, 4]}).to_parquet(tmp_path / f"{name}.parquet")
     pd.DataFrame({"k": [1.0], "t": ["late"]}).to_parquet(tmp_path / "Tstr.parquet")
+    pd.DataFrame({"k": [1.0, 2.0], "t": [0.0, None]}).to_parquet(tmp_path / "Tnull.parquet")
     return tmp_path
 
 
@@ -255,6 +256,14 @@ def test_time_column_must_be_numeric_and_two_input_operators_refuse_three(three,
     assert main(["operator=join_biclique", "joiners=4", f"r={three / 'A.parquet'}",
                  f"s={three / 'B.parquet'}", "on=k", "rescale=2:5"]) == 2
     assert "join_biclique takes R+S units" in capsys.readouterr().err
+    ab = [f"r={three / 'A.parquet'}", f"s={three / 'B.parquet'}", "on=k"]
+    assert main(["operator=dynamic", "joiners=4", *ab, "rescale=2:5"]) == 2
+    assert "dynamic's controller decides its own layout" in capsys.readouterr().err
+    assert main(["operator=static_mid", "joiners=4", *ab, "rescale=-1:5"]) == 2
+    assert "rescale point -1 must be >= 0" in capsys.readouterr().err
+    assert main(["operator=static_mid", "joiners=4", f"r={three / 'A.parquet'}",
+                 f"s={three / 'Tnull.parquet'}", "on=k", "time=t"]) == 2
+    assert "time column 't' of S has 1 null or NaN values" in capsys.readouterr().err
 
 
 @pytest.mark.spark
