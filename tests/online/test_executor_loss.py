@@ -75,3 +75,28 @@ def test_an_executor_loss_without_one_stops_with_one_clear_message(tmp_path):
     assert last.startswith("joins.online.engine.StreamFailure: micro-batch 3: an executor was "
                            "lost"), last
     assert "checkpoint_dir=" in last
+
+
+_PATHS = """
+from runtime.spark_session import get_spark, spark_preset
+from tests.online.engine_paths import ENGINE_PATHS, run_path
+
+spark = get_spark(**spark_preset("local_cluster"))
+for path in ENGINE_PATHS:
+    run_path(spark, path)
+    print("exact", path, flush=True)
+"""
+
+
+def test_new_engine_paths_on_local_cluster():
+    """Each new path of the engine (biclique resizes, relocation with eviction, windows with
+    ticks, an n-way rescale, eviction with moves in flight) on local_cluster: state crosses
+    executor JVMs; every output is DuckDB's multiset."""
+    from tests.online.engine_paths import ENGINE_PATHS
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", _PATHS], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [ln.split()[1] for ln in done.stdout.splitlines() if ln.startswith("exact ")] == \
+        list(ENGINE_PATHS)
