@@ -259,7 +259,7 @@ def count_experiments(n: int = 20_000) -> tuple[CountExperiment, ...]:
             "mjoin on 3 inputs (a tuple is stored and probes once: no partial matches), "
             "n, 2n, 3n deliveries in 5 micro-batches; compare with both_received"),
         CountExperiment(
-            "mjoin3_probes", "probes",
+            "mjoin3_probes", "nway_probes",
             tuple(CountRun("mjoin", (n, n, n), d) for d in (_HUGE, n, n // 3)),
             "mjoin on 3 inputs, same tuples; a smaller key domain adds second-step probes of "
             "partial matches (and some outputs, charged at per_output before the slope)"),
@@ -312,8 +312,9 @@ def measure_counts(spark, experiments: tuple[CountExperiment, ...] | None = None
                        "rows": len(m), "batches": m["batch"].nunique(),
                        "stored_batches": float((m["r_stored"] + m["s_stored"]).sum()),
                        "cores": cores}
-                for c in ("seconds", "cpu_seconds", "received", "store_received", "probe_received", "probes",
-                          "outputs", "expired", "migrated", "sent", "spilled", "disk_probes"):
+                for c in ("seconds", "cpu_seconds", "received", "store_received",
+                          "probe_received", "probes", "nway_probes", "outputs", "expired",
+                          "migrated", "sent", "spilled", "disk_probes"):
                     row[c] = float(sums.get(c, 0.0))
                 row["moved"] = row["migrated"] + row["sent"]  # what per_migrated charges
                 rows.append(row)
@@ -366,8 +367,8 @@ def experiment_slopes(data: pd.DataFrame, experiments: tuple[CountExperiment, ..
         lo, hi = med.index.min(), med.index.max()
         dcount = med.loc[hi, e.count] - med.loc[lo, e.count]
         held = {c: [float(d[c].min()), float(d[c].max())]
-                for c in ("received", "store_received", "probe_received", "probes", "outputs",
-                          "expired", "stored_batches", "rows")
+                for c in ("received", "store_received", "probe_received", "probes",
+                          "nway_probes", "outputs", "expired", "stored_batches", "rows")
                 if c != e.count}
         out[e.name] = {"count": e.count, "slope": b, "se": se,
                        "median_diff_slope": float((med.loc[hi, "y"] - med.loc[lo, "y"]) / dcount)
@@ -393,11 +394,13 @@ DERIVED = {
     "per_worker": ("state_and_rows", "slope on (micro-batch, worker) rows, jointly with the "
                                      "stored tuple-batches"),
     "per_migrated": ("migrated", "slope on moved tuples (sent + received)"),
+    "per_nway_probe": ("mjoin3_probes", "slope on mjoin's probes of partial combinations, "
+                                        "deliveries held"),
     "fixed_per_batch": ("state_and_rows", "slope of the runs' wall time beyond the workers' "
                                           "(their seconds over the cores) on micro-batches"),
 }
 # measured for the record (checks), not constants of the model
-CHECKS = ("output_count_only", "mjoin3_received", "mjoin3_probes")
+CHECKS = ("output_count_only", "mjoin3_received")
 # constants the per-count runs do not vary: kept from the calibration in force
 KEPT = ("per_spilled", "per_disk_probe")
 
@@ -429,6 +432,7 @@ def derive_constants(slopes: dict[str, dict], base: dict, *, z: float = 2.0,
         "per_worker": (slopes["state_and_rows"]["joint"]["rows"]["slope"],
                        slopes["state_and_rows"]["joint"]["rows"]["se"]),
         "per_migrated": sl["migrated"],
+        "per_nway_probe": sl["mjoin3_probes"],
         "fixed_per_batch": (slopes["fixed_per_batch"]["slope"], slopes["fixed_per_batch"]["se"]),
     }
     constants, records = {}, {}

@@ -40,6 +40,9 @@ class CostModel:
     # s per tuple expired from a window (its share of the tick end beyond per_stored); 0 by
     # default like per_store_received (older calibrations did not measure it)
     per_expired: float = 0.0
+    # s per n-way probe: mjoin's probe of a partial combination into a further input's index
+    # (its first probe is per_probe's); 0 by default like per_expired
+    per_nway_probe: float = 0.0
     calibration_id: str = "uncalibrated-defaults"
 
     def worker_cost(self, m: pd.DataFrame) -> pd.Series:
@@ -54,7 +57,8 @@ class CostModel:
                 + self.per_migrated * (m["migrated"] + m["sent"])
                 + self.per_spilled * m["spilled"] + self.per_disk_probe * m["disk_probes"]
                 + self.per_stored * (m["r_stored"] + m["s_stored"])
-                + self.per_expired * _col(m, "expired"))
+                + self.per_expired * _col(m, "expired")
+                + self.per_nway_probe * _col(m, "nway_probes"))
 
     def charged(self) -> dict[str, str]:
         """Each constant of :meth:`worker_cost` and the count it charges."""
@@ -75,7 +79,7 @@ class CostModel:
 
 def _col(m: pd.DataFrame, name: str, fallback: str | None = None):
     if name in m.columns:
-        return m[name]
+        return m[name].fillna(0)  # a program's own count: absent from other programs' rows
     return m[fallback] if fallback is not None else 0
 
 
@@ -84,7 +88,7 @@ CHARGED = {"per_worker": "(each row)", "per_received": "received",
            "per_store_received": "store_received", "per_probe": "probes",
            "per_output": "outputs", "per_migrated": "migrated+sent", "per_spilled": "spilled",
            "per_disk_probe": "disk_probes", "per_stored": "r_stored+s_stored",
-           "per_expired": "expired"}
+           "per_expired": "expired", "per_nway_probe": "nway_probes"}
 
 
 _TERMS = {"per_received": "received", "per_probe": "probes", "per_output": "outputs",

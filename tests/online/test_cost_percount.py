@@ -17,7 +17,7 @@ from joins.online.cost import CHARGED, CostModel
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ("received", "store_received", "probe_received", "probes", "outputs", "migrated",
-           "sent", "spilled", "disk_probes", "r_stored", "s_stored", "expired")
+           "sent", "spilled", "disk_probes", "r_stored", "s_stored", "expired", "nway_probes")
 
 
 def _metrics(n: int = 50, seed: int = 0) -> pd.DataFrame:
@@ -73,19 +73,25 @@ def test_default_calibration_charges_the_per_count_constants():
     assert default["id"] == calibration_id(default["batch"], default["online"]) != old["id"]
     assert old["id"] == calibration_id(old["batch"], old["online"]) == "c7e14bd15b"
     for k in ("per_received", "per_store_received", "per_probe", "per_output", "per_expired",
+              "per_nway_probe",
               "fixed_per_batch", "per_worker", "per_migrated", "per_stored", "per_spilled",
               "per_disk_probe"):
         assert default["online"][k] == percount["online"][k], k
     assert load_calibration(ROOT / "calibration" / "default.json").id == default["id"]
-    before = json.loads((ROOT / "calibration" / "cd924ce52f.json").read_text())
-    assert before["id"] == calibration_id(before["batch"], before["online"]) == "cd924ce52f"
+    for cited in ("cd924ce52f", "39e0618c1e"):  # earlier defaults, cited by results
+        before = json.loads((ROOT / "calibration" / f"{cited}.json").read_text())
+        assert before["id"] == calibration_id(before["batch"], before["online"]) == cited
+    # 39e0618c1e differs only by per_nway_probe, which the two-input joiner never charges
+    prev = json.loads((ROOT / "calibration" / "39e0618c1e.json").read_text())["online"]
+    assert {k: v for k, v in default["online"].items() if k not in ("per_nway_probe", "source")} \
+        == {k: v for k, v in prev.items() if k != "source"}
 
 
 def _slopes(s: float, p: float, b: float, se: float = 1e-9, out: float = 1e-7,
             out0: float = 0.0, exp: float = 3e-7, stored: float = 4e-8) -> dict:
     sl = {"store_received": s, "probe_received": p, "both_received": b,
           "output_pairs": out, "output_count_only": out0, "expired": exp}
-    sl.update(state_and_rows=stored, migrated=2e-6, fixed_per_batch=0.1)
+    sl.update(state_and_rows=stored, migrated=2e-6, fixed_per_batch=0.1, mjoin3_probes=4e-7)
     d = {k: {"slope": v, "se": se} for k, v in sl.items()}
     d["expired"]["joint"] = {"stored_batches": {"slope": 1e-7, "se": se}}
     d["state_and_rows"]["joint"] = {"rows": {"slope": 1e-4, "se": se}}
@@ -181,7 +187,9 @@ def test_designs_vary_one_count_and_hold_the_others():
     assert varies("expired", "expired") and same("expired", "received")
     assert same("expired", "probes") and by["expired"]["outputs"].sum() == 0
     assert varies("mjoin3_received", "received")
-    assert varies("mjoin3_probes", "probes") and same("mjoin3_probes", "received")
+    # n-way probes vary; the deliveries and their first probes are held
+    assert varies("mjoin3_probes", "nway_probes") and same("mjoin3_probes", "received")
+    assert same("mjoin3_probes", "probes")
     st = by["state_and_rows"]  # stored state and rows vary apart (not collinear)
     assert st["outputs"].sum() == 0
     design = np.column_stack([np.ones(len(st)), st["stored_batches"], st["rows"]])

@@ -132,6 +132,9 @@ class MJoin(Program):
         combo: dict[int, np.ndarray] = {i: rows_i}
         anchor = np.arange(len(rows_i))  # which anchor each partial combination extends
         used = set()
+        # the first probe of a new tuple is the two-input joiner's probe (per_probe); each
+        # later one extends a partial combination (an n-way probe, measured apart)
+        count = "probes"
         while len(combo) < n_in:
             if not len(anchor):
                 return None
@@ -146,7 +149,8 @@ class MJoin(Program):
             lo, hi = kernel.ranges(keys[:nvalid], probe_keys, x < y)
             null = np.isnan(probe_keys)
             lo, hi = np.where(null, 0, lo), np.where(null, 0, hi)
-            c["probes"] += len(probe_keys)
+            c[count] = c.get(count, 0) + len(probe_keys)
+            count = "nway_probes"
             pi, si = expand(lo, hi)
             rows_y = order[si]
             keep = ws.tables[y].seq[rows_y] < anchor_seq[anchor[pi]]
@@ -227,7 +231,7 @@ class MJoin(Program):
         over = max(0, sum(len(t) for t in ws.tables.values()) - cfg.budget_tuples)
         c["spilled"] += max(0, over - ws.disk_resident)
         if over:
-            c["disk_probes"] += c["probes"]
+            c["disk_probes"] += c["probes"] + c.get("nway_probes", 0)
         ws.disk_resident = over
         return over > 0
 
