@@ -52,6 +52,9 @@ SCENARIOS = {
                   memory_budget_tuples=40),
     "evict_gather": dict(operator="shj", joiners=4, groups=12, batch_size=120, spill="evict",
                          memory_budget_tuples=40, rescale=[(200, (6,))]),
+    # moves in flight with eviction: the clean-up subtracts the workers' output logs
+    "evict_log": dict(operator="join_biclique", joiners=4, batch_size=120, spill="evict",
+                      memory_budget_tuples=40, rescale=[(200, (1, 2))]),
 }
 _BASE: dict[str, object] = {}  # scenario -> its run without a failure (computed once)
 
@@ -134,10 +137,12 @@ def test_retry_during_a_migration(spark, monkeypatch, tmp_path, scenario, where)
 @pytest.mark.spark
 @pytest.mark.parametrize(("scenario", "where", "at"), [
     ("evict", "end_tick", 2), ("evict", "cleanup", None), ("evict_gather", "cleanup_pieces", None),
-    ("evict_gather", "cleanup", None)])
+    ("evict_gather", "cleanup", None), ("evict_log", "end_tick", 2),
+    ("evict_log", "cleanup_pieces", None), ("evict_log", "cleanup", None)])
 def test_retry_with_eviction_and_clean_up(spark, monkeypatch, tmp_path, scenario, where, at):
-    """spill=evict: a task fails after it evicted tuples to its file (end_tick), after the
-    evicted state left for its partners' workers (cleanup_pieces), or after the clean-up
+    """spill=evict: a task fails after it evicted tuples to its file (end_tick; with an output
+    log also after logging its tick's pairs), after the evicted state (or, with an output log,
+    everything it held) left for the gathering workers (cleanup_pieces), or after the clean-up
     phase emitted the missed pairs (cleanup); the clean-up still emits each of them once."""
     res, _ = _with_failure(spark, monkeypatch, tmp_path, scenario, where, at)
     assert res.summary["spilled"] > 0
