@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from datagen.chunks import write_part
 from datagen.params import check
 
 NAME = "diner_streams"
@@ -76,8 +76,5 @@ def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dic
         rng = np.random.default_rng([p.seed, i])
         table = pa.table({"key": _keys(p, rng, n, shift, vshift), "t": _times(p, rng, n),
                           "rid": np.arange(n, dtype=np.int64)})
-        folder = Path(out) / f"{name}.parquet"
-        folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, folder / "part-00000.parquet")
-        rows[name] = n
+        rows[name] = write_part(table, Path(out) / f"{name}.parquet", 0)  # atomic
     return rows

@@ -192,6 +192,8 @@ def get_hot_keys_of(frames: Sequence[DataFrame], on: str, params: HotKeyParams,
 
 def _exact_hot_keys(frames: Sequence[DataFrame], on: str, params: HotKeyParams,
                     tasks: int | None) -> list[dict[Hashable, int]]:
+    if len(frames) == 2:  # κ_R and κ_S: the one aggregation AM-Join also takes its sizes from
+        return list(hot_keys_and_sizes(frames[0], frames[1], on, params, tasks).hot)
     keys = None
     for i, df in enumerate(frames):
         part = df.select(F.lit(i).alias("_side"), F.col(on).alias("_key"))

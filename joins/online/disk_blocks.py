@@ -25,13 +25,14 @@ class BlockDisk:
         self.name = name
         self.sizes: list[int] = []  # tuples per block, block id - 1
         self.starts: list[int] = []  # the block's first row in the file
+        self.rows = 0  # tuples in the file (the next block's start)
 
     def __len__(self) -> int:
         return len(self.sizes)
 
     @property
     def tuples(self) -> int:
-        return sum(self.sizes)
+        return self.rows
 
     @property
     def path(self) -> str:
@@ -47,8 +48,9 @@ class BlockDisk:
         rows["ats"], rows["dts"] = ats[order], dts[order]
         with open(self.path, "ab") as f:
             rows.tofile(f)
-        self.starts.append(self.starts[-1] + self.sizes[-1] if self.sizes else 0)
+        self.starts.append(self.rows)
         self.sizes.append(len(rows))
+        self.rows += len(rows)
         return len(self.sizes)
 
     def read(self, first: int, count: int = 1) -> np.ndarray:

@@ -218,7 +218,6 @@ def step(pid: int, records, report) -> PartitionState:
         t0 = _clock()
         c["migrated"] += prog.receive(state.worker(p.dest), p, ctx, c, o)
         _charge(c, t0)
-    cfg_log = chunk.config.cleanup_log
     if chunk.finalize is not None:
         for wid in list(state.workers):
             ws = state.workers[wid]
@@ -229,7 +228,7 @@ def step(pid: int, records, report) -> PartitionState:
             if not chunk.finalize.is_active(wid):
                 if sum(prog.stored(ws)):
                     raise RuntimeError(f"worker {wid} left the layout holding tuples")
-                if not (cfg_log and prog.on_disk(ws)):  # its disk stays for the clean-up
+                if not (cfg.cleanup_log and prog.on_disk(ws)):  # its disk stays for the clean-up
                     del state.workers[wid]
     state.outgoing = []
     ticks = [i for i, op in enumerate(chunk.ops) if isinstance(op, TickEnd)]
@@ -339,8 +338,7 @@ def _log_output(ws, cfg: RunConfig, tick: int, tids: tuple[np.ndarray, ...]) -> 
             np.savez(f, *tids)
 
     commit_file(path, write)
-    if path not in ws.output_log:
-        ws.output_log.append(path)
+    ws.output_log.append(path)  # a tick ends once per worker in a state's lineage
 
 
 def _send(state: PartitionState, chunk: Chunk, prog: Program, acc) -> None:

@@ -39,6 +39,7 @@ from joins.online.programs.single_site import SingleSite, SingleSiteState, pairs
 class HmjState(SingleSiteState):
     mem: list = field(default_factory=lambda: [{}, {}])  # bucket -> {key: [tid, ...]}
     count: np.ndarray = field(default_factory=lambda: np.zeros((2, 0), np.int64))
+    held: list = field(default_factory=lambda: [0, 0])  # count's row sums, kept per arrival
     segments: dict = field(default_factory=dict)  # bucket -> [(A block id, B block id)]
 
 
@@ -61,7 +62,7 @@ class HashMerge(SingleSite):
         return hash(key) % self.n_part  # a float's hash is the same in every process
 
     def in_memory(self, ws):
-        return int(ws.count[0].sum()), int(ws.count[1].sum())
+        return ws.held[0], ws.held[1]
 
     def new_worker(self, wid):
         ws = super().new_worker(wid)
@@ -83,6 +84,7 @@ class HashMerge(SingleSite):
                     phase="arriving")
         ws.mem[rel].setdefault(j, {}).setdefault(key, []).append(tid)
         ws.count[rel, j] += 1
+        ws.held[rel] += 1
 
     def _flush(self, ws, j: int) -> None:
         """Both sides of bucket ``j`` to disk as one segment pair."""
@@ -92,6 +94,7 @@ class HashMerge(SingleSite):
             keys = np.array([k for k, tids in held.items() for _ in tids], float)
             tids = np.array([t for ts in held.values() for t in ts], np.int64)
             ids.append(self._write(ws, rel, keys, tids))
+            ws.held[rel] -= int(ws.count[rel, j])
             ws.count[rel, j] = 0
         ws.segments.setdefault(j, []).append(tuple(ids))
         ws.stats["flushes"] += 1
