@@ -86,6 +86,10 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("hmj", "online", "diner", "joins.online.operators:hmj", ("inner",),
                   "Hash-Merge Join: hash buckets, largest bucket pair flushed as sorted "
                   "segments, merges of F segments between arrivals (DINER's baseline)"),
+        Algorithm("rpj", "online", "diner", "joins.online.operators:rpj", ("inner",),
+                  "Rate-based Progressive Join: flushes the buckets least likely to be "
+                  "probed, reactive passes or merges by expected output rate (DINER's "
+                  "baseline)"),
     ]
 }
 

@@ -1,8 +1,9 @@
 """A relation's disk partition: a sequence of blocks, each a file of tuples sorted on the join
 key (DINER's Disk_A, Disk_B, paper 2.2).
 
-A block is written once, appended to the relation's file as (key, tid, ATS, DTS) rows in key
-order, and read whole from its offset; block ids count from 1 as in the paper's ReactiveNL.
+A block is written once, appended to the relation's file as (key, tid, ATS, DTS, last) rows in
+key order (``last``: the latest reactive pass that met the tuple in memory, XJoin's and RPJ's
+duplicate check; -1 for none), and read whole from its offset; block ids count from 1 as in the paper's ReactiveNL.
 The folder is the executor's scratch (the run's spill folder) or a temporary one. The operator
 counts the blocks it reads and writes (its time model charges them).
 """
@@ -18,7 +19,8 @@ import numpy as np
 class BlockDisk:
     """Blocks of one relation of one worker, appended to one file in ``folder``."""
 
-    DTYPE = np.dtype([("key", "f8"), ("tid", "i8"), ("ats", "i8"), ("dts", "i8")])
+    DTYPE = np.dtype([("key", "f8"), ("tid", "i8"), ("ats", "i8"), ("dts", "i8"),
+                      ("last", "i8")])
 
     def __init__(self, folder: str | None, name: str) -> None:
         self.folder = folder
@@ -40,12 +42,14 @@ class BlockDisk:
             self.folder = tempfile.mkdtemp(prefix="diner-")
         return os.path.join(self.folder, f"{self.name}.blocks")
 
-    def append(self, key: np.ndarray, tid: np.ndarray, ats: np.ndarray, dts: np.ndarray) -> int:
+    def append(self, key: np.ndarray, tid: np.ndarray, ats: np.ndarray, dts: np.ndarray,
+               last: np.ndarray | None = None) -> int:
         """Write a block (sorted here on the key, stable); returns its id (from 1)."""
         order = np.argsort(key, kind="stable")
         rows = np.empty(len(key), dtype=self.DTYPE)
         rows["key"], rows["tid"] = key[order], tid[order]
         rows["ats"], rows["dts"] = ats[order], dts[order]
+        rows["last"] = -1 if last is None else last[order]
         with open(self.path, "ab") as f:
             rows.tofile(f)
         self.starts.append(self.rows)

@@ -24,20 +24,33 @@ def _count_le(composite_sorted: np.ndarray, q: np.ndarray) -> np.ndarray:
 def pairs_not_met(ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray, kb: np.ndarray,
                   ats_b: np.ndarray, dts_b: np.ndarray) -> int:
     """Equal-key pairs (a, b) whose [ATS, DTS] intervals do not overlap (DINER's duplicate
-    check: overlapping tuples met in memory). Overlap of a with b, given ATS <= DTS for each:
-    ats_b <= dts_a and dts_b >= ats_a; among b of a's key, those with ats_b <= dts_a minus
-    those with dts_b < ats_a (a subset of them)."""
+    check: overlapping tuples met in memory): :func:`pairs_not_produced` with no reactive
+    pass."""
+    none_a, none_b = np.full(len(ka), -1, np.int64), np.full(len(kb), -1, np.int64)
+    return pairs_not_produced(ka, ats_a, dts_a, none_a, kb, ats_b, dts_b, none_b)
+
+
+def pairs_not_produced(ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray, last_a: np.ndarray,
+                       kb: np.ndarray, ats_b: np.ndarray, dts_b: np.ndarray,
+                       last_b: np.ndarray) -> int:
+    """Equal-key pairs (a, b) that neither met in memory nor met in a reactive pass (XJoin's
+    and RPJ's duplicate check; timestamps are event numbers >= 0, ``last`` -1 for no pass).
+
+    b left memory before a arrived (``dts_b < ats_a``) and a's latest pass against b's disk
+    (``last_a``) came before b left, or the same with the roles swapped; the two cases exclude
+    each other, so the count is two sums of per-a range counts over b's (key rank, DTS)."""
     if not len(ka) or not len(kb):
         return 0
     ra, rb = _ranks(ka, kb)
     bound = int(max(ats_a.max(), dts_a.max(), ats_b.max(), dts_b.max())) + 2
-    by_ats = np.sort(rb * bound + ats_b)
-    by_dts = np.sort(rb * bound + dts_b)
-    base = ra * bound
-    same_key = _count_le(by_ats, base + bound - 1) - _count_le(by_ats, base - 1)
-    ats_le = _count_le(by_ats, base + dts_a) - _count_le(by_ats, base - 1)
-    dts_lt = _count_le(by_dts, base + ats_a - 1) - _count_le(by_dts, base - 1)
-    return int((same_key - (ats_le - dts_lt)).sum())
+    by_dts_b = np.sort(rb * bound + dts_b)
+    by_dts_a = np.sort(ra * bound + dts_a)
+    base_a, base_b = ra * bound, rb * bound
+    b_left_first = (_count_le(by_dts_b, base_a + ats_a - 1) -
+                    _count_le(by_dts_b, base_a + np.maximum(last_a, -1)))
+    a_left_first = (_count_le(by_dts_a, base_b + ats_b - 1) -
+                    _count_le(by_dts_a, base_b + np.maximum(last_b, -1)))
+    return int(np.maximum(b_left_first, 0).sum() + np.maximum(a_left_first, 0).sum())
 
 
 def pairs_across_groups(ka: np.ndarray, ga: np.ndarray, kb: np.ndarray,

@@ -17,7 +17,8 @@ from joins.online import run_stream
 from joins.oracle import assert_same_rows, oracle_join
 
 SMALL = dict(tups_per_block=8, max_outer_mem=3, max_new_arr=15, wait_thresh=25.0)
-OPS = {"diner": SMALL, "hmj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0)}
+OPS = {"diner": SMALL, "hmj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
+       "rpj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0)}
 
 
 def _stream(rng, n: int, keys, col: str, pause_at: float | None = None,
@@ -228,10 +229,40 @@ def test_property_hmj_exact_for_any_parameters(nr, ns, domain, budget, block, n_
     _check(res, r, s, budget=budget)
 
 
-def test_hmj_refuses_a_band_join():
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nr=st.integers(0, 120), ns=st.integers(0, 120), domain=st.integers(1, 12),
+       budget=st.integers(12, 200), block=st.integers(1, 9), n_part=st.integers(1, 9),
+       fan_in=st.integers(2, 5), n_flush=st.integers(1, 12), wait=st.floats(1.0, 60.0),
+       seed=st.integers(0, 9))
+def test_property_rpj_exact_for_any_parameters(nr, ns, domain, budget, block, n_part, fan_in,
+                                               n_flush, wait, seed):
+    """Passes, merges and clean-up interleaved at random: no pair lost or produced twice."""
+    rng = np.random.default_rng(seed)
+    r = _stream(rng, nr, lambda g, n: g.integers(0, domain, n), "a", 0.3)
+    s = _stream(rng, ns, lambda g, n: g.integers(0, domain, n), "b", 0.6)
+    res = _run(r, s, budget, operator="rpj", tups_per_block=block, n_part=n_part,
+               fan_in=fan_in, n_flush=n_flush, wait_thresh=wait)
+    _check(res, r, s, budget=budget)
+
+
+def test_rpj_runs_both_kinds_of_reactive_task():
+    """A long pause after much flushing: RPJ both passes disk buckets against memory and
+    merges segment groups, and produces results in its reactive phase."""
+    rng = np.random.default_rng(21)
+    r = _stream(rng, 1500, uniform_keys, "a", 0.5)
+    s = _stream(rng, 1500, uniform_keys, "b", 0.5)
+    res = _run(r, s, 150, operator="rpj")
+    _check(res, r, s, budget=150)
+    last = res.metrics.iloc[-1]
+    assert last["passes"] > 0 and last["merges"] > 0
+    assert res.metrics["outputs_reactive"].fillna(0).sum() > 0
+
+
+@pytest.mark.parametrize("operator", ["hmj", "rpj"])
+def test_hash_baselines_refuse_a_band_join(operator):
     r = pd.DataFrame({"key": [1], "t": [0.0]})
     with pytest.raises(ValueError, match="cannot run a band join"):
-        _run(r, r, 10, band=1.0, operator="hmj")
+        _run(r, r, 10, band=1.0, operator=operator)
 
 
 @pytest.mark.parametrize("operator", list(OPS))

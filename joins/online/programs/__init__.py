@@ -19,6 +19,7 @@ PROGRAMS: dict[str, str] = {
     "mjoin": "joins.online.programs.mjoin:MJoin",  # n-way symmetric hash join
     "diner": "joins.online.programs.diner:Diner",  # DINER: memory-bounded, reactive phase
     "hmj": "joins.online.programs.hmj:HashMerge",  # Hash-Merge Join (DINER's baseline)
+    "rpj": "joins.online.programs.rpj:RateBasedProgressive",  # RPJ (DINER's baseline)
 }
 
 

@@ -99,14 +99,18 @@ class HashMerge(SingleSite):
         ws.segments.setdefault(j, []).append(tuple(ids))
         ws.stats["flushes"] += 1
 
-    def _write(self, ws, rel: int, keys: np.ndarray, tids: np.ndarray) -> int:
+    def _write(self, ws, rel: int, keys: np.ndarray, tids: np.ndarray,
+               ats: np.ndarray | None = None, dts: np.ndarray | None = None,
+               last: np.ndarray | None = None) -> int:
+        """One sorted segment of ``rel`` (timestamps only where the subclass checks them)."""
         if not len(keys):
             return 0  # an empty side: no block
         zeros = np.zeros(len(keys), np.int64)
         blocks = -(-len(keys) // self.block)
         ws.stats["blocks_written"] += blocks
         ws.clock += blocks * self.c_write
-        return ws.disk[rel].append(keys, tids, zeros, zeros)
+        return ws.disk[rel].append(keys, tids, zeros if ats is None else ats,
+                                   zeros if dts is None else dts, last)
 
     def _read(self, ws, rel: int, block: int) -> np.ndarray:
         if block == 0:
@@ -144,18 +148,28 @@ class HashMerge(SingleSite):
             lo = np.searchsorted(b["key"], a["key"], "left")
             hi = np.searchsorted(b["key"], a["key"], "right")
             pa, pb = expand(lo, hi)
-            keep = oa[pa] != ob[pb]  # one segment's tuples met in memory
+            keep = (oa[pa] != ob[pb]) & self._not_produced(a[pa], b[pb])
             pa, pb = pa[keep], pb[keep]
             if len(pa):
                 out.add(len(pa), a["tid"][pa], b["tid"][pb], phase=phase)
         else:  # counted, never listed (billions of pairs at high skew)
-            n = pairs_across_groups(a["key"], oa, b["key"], ob)
+            n = self._count_new(a, oa, b, ob)
             if n:
                 out.add(n, phase=phase)
-        merged = tuple(self._write(ws, rel, side["key"], side["tid"])
+        merged = tuple(self._write(ws, rel, side["key"], side["tid"], side["ats"], side["dts"],
+                                   side["last"])
                        for rel, (side, _) in enumerate(sides))
         ws.segments[j] = [merged, *rest]
         ws.stats["merges"] += 1
+
+    def _not_produced(self, a: np.ndarray, b: np.ndarray) -> np.ndarray | bool:
+        """Which listed pairs of tuples from different segments are new: all of them (one
+        segment pair's tuples met in memory, tuples of different ones never did)."""
+        return True
+
+    def _count_new(self, a: np.ndarray, oa: np.ndarray, b: np.ndarray, ob: np.ndarray) -> int:
+        """The new pairs of a merge, counted: equal keys from different segments."""
+        return pairs_across_groups(a["key"], oa, b["key"], ob)
 
     def finish(self, ws, cfg, c, out):
         if not ws.disk:
