@@ -90,6 +90,9 @@ ALGORITHMS: dict[str, Algorithm] = {
                   "Rate-based Progressive Join: flushes the buckets least likely to be "
                   "probed, reactive passes or merges by expected output rate (DINER's "
                   "baseline)"),
+        Algorithm("xjoin", "online", "diner", "joins.online.operators:xjoin", ("inner",),
+                  "XJoin: hash buckets, the largest flushed whole, disk buckets joined with "
+                  "memory buckets between arrivals (DINER's baseline)"),
     ]
 }
 

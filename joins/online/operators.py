@@ -169,3 +169,21 @@ def rpj(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
         n_part=n_part, fan_in=fan_in, n_flush=n_flush, tups_per_block=tups_per_block,
         wait_thresh=wait_thresh, c_read=c_read, c_write=c_write, c_join=c_join,
         c_arrive=c_arrive, seed=seed))
+
+
+def xjoin(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
+          controller: str = "exact", band: float | None = None, n_part: int = 100,
+          fan_in: int = 10, tups_per_block: int = 50, wait_thresh: float = 25.0,
+          c_read: float = 0.2, c_write: float = 0.2, c_join: float = 0.05,
+          c_arrive: float = 0.0, **extra):
+    """XJoin (DINER's baseline): ``n_part`` buckets, the largest bucket flushed whole, disk
+    buckets passed against memory buckets between arrivals, clean-up merges of ``fan_in``
+    segment groups (:mod:`joins.online.programs.xjoin`). Equi-joins only, one site."""
+    _unused("xjoin", extra)
+    if joiners != 1:
+        raise ValueError("xjoin is a single-site operator: joiners=1")
+    if band is not None:
+        raise ValueError("xjoin is hash-based: it cannot run a band join")
+    return Static(OneSiteLayout(), program="xjoin", program_params=dict(
+        n_part=n_part, fan_in=fan_in, tups_per_block=tups_per_block, wait_thresh=wait_thresh,
+        c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed))

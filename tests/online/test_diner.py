@@ -18,7 +18,8 @@ from joins.oracle import assert_same_rows, oracle_join
 
 SMALL = dict(tups_per_block=8, max_outer_mem=3, max_new_arr=15, wait_thresh=25.0)
 OPS = {"diner": SMALL, "hmj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
-       "rpj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0)}
+       "rpj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
+       "xjoin": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0)}
 
 
 def _stream(rng, n: int, keys, col: str, pause_at: float | None = None,
@@ -236,12 +237,16 @@ def test_property_hmj_exact_for_any_parameters(nr, ns, domain, budget, block, n_
        seed=st.integers(0, 9))
 def test_property_rpj_exact_for_any_parameters(nr, ns, domain, budget, block, n_part, fan_in,
                                                n_flush, wait, seed):
-    """Passes, merges and clean-up interleaved at random: no pair lost or produced twice."""
+    """Passes, merges and clean-up interleaved at random: no pair lost or produced twice
+    (XJoin: passes only, the largest bucket flushed)."""
     rng = np.random.default_rng(seed)
     r = _stream(rng, nr, lambda g, n: g.integers(0, domain, n), "a", 0.3)
     s = _stream(rng, ns, lambda g, n: g.integers(0, domain, n), "b", 0.6)
     res = _run(r, s, budget, operator="rpj", tups_per_block=block, n_part=n_part,
                fan_in=fan_in, n_flush=n_flush, wait_thresh=wait)
+    _check(res, r, s, budget=budget)
+    res = _run(r, s, budget, operator="xjoin", tups_per_block=block, n_part=n_part,
+               fan_in=fan_in, wait_thresh=wait)
     _check(res, r, s, budget=budget)
 
 
@@ -258,7 +263,7 @@ def test_rpj_runs_both_kinds_of_reactive_task():
     assert res.metrics["outputs_reactive"].fillna(0).sum() > 0
 
 
-@pytest.mark.parametrize("operator", ["hmj", "rpj"])
+@pytest.mark.parametrize("operator", ["hmj", "rpj", "xjoin"])
 def test_hash_baselines_refuse_a_band_join(operator):
     r = pd.DataFrame({"key": [1], "t": [0.0]})
     with pytest.raises(ValueError, match="cannot run a band join"):

@@ -20,6 +20,7 @@ PROGRAMS: dict[str, str] = {
     "diner": "joins.online.programs.diner:Diner",  # DINER: memory-bounded, reactive phase
     "hmj": "joins.online.programs.hmj:HashMerge",  # Hash-Merge Join (DINER's baseline)
     "rpj": "joins.online.programs.rpj:RateBasedProgressive",  # RPJ (DINER's baseline)
+    "xjoin": "joins.online.programs.xjoin:XJoin",  # XJoin (DINER's baseline)
 }
 
 
