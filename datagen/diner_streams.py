@@ -5,8 +5,16 @@ gaps of rate ``lam`` per time unit (the paper's lambda = 0.1), so the two relati
 interleaved in time. Keys: ``zipf`` on the integers [1, ``domain``] with exponent ``s`` (value
 1 the most frequent; the paper: [1, 999], s = 1..5), or ``normal`` with ``mean`` and
 ``variance`` rounded to integers (S's mean and variance are R's plus ``mean_shift`` and
-``variance_shift``: the paper's Figs 11-12). ``pauses`` inserts silent periods: a list of
-[fraction of the stream, length] applied to both relations (the delay workloads).
+``variance_shift``: the paper's Figs 11-12); with ``periods`` > 1 each successive share
+1/periods of a relation's tuples has its mean moved by ``period_shift`` more than the last
+(period i, from ``first_period``: mean + i * period_shift; the non-stationary Fig 15).
+``pauses`` inserts silent periods: a list of [fraction of the stream, length] applied to both
+relations. ``fragments`` > 0 cuts each relation into that many fragments of equal size and,
+after each but the last, pauses for ``fragment_delay`` times the fragment's own transmission
+time, each relation on its own clock (the delays of Figs 16, 17, 19 and Table 3). ``order``
+names an arrival order of :mod:`datagen.orders` (with ``order_params``) whose within-relation
+orders rearrange the keys over the arrival times (e.g. ``intervals``: Fig 14's partially
+sorted streams).
 
 Tables ``R`` and ``S``: ``key`` (int64), ``t`` (float64 arrival time), ``rid`` (the tuple's
 number in its relation). The paper's sizes (2 x 100K tuples) are small: generated on the driver.
@@ -21,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from datagen.chunks import write_part
+from datagen.orders import compute_arrival
 from datagen.params import check
 
 NAME = "diner_streams"
@@ -38,7 +47,14 @@ class Params:
     mean_shift: float = 0.0  # S's mean - R's
     variance_shift: float = 0.0  # S's variance - R's
     lam: float = 0.1  # arrivals per time unit, per relation
+    periods: int = 1  # normal keys: the mean drifts over successive shares of the tuples
+    period_shift: float = 0.0
+    first_period: int = 0
     pauses: list = field(default_factory=list)  # [[fraction, length], ...]
+    fragments: int = 0  # delays: pause after each fragment, a share of its duration
+    fragment_delay: float = 0.0
+    order: str | None = None  # an order of datagen.orders (its within-relation orders)
+    order_params: dict = field(default_factory=dict)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -48,6 +64,9 @@ class Params:
         check(self.variance > 0 and self.variance + self.variance_shift > 0,
               "variances must be > 0")
         check(self.lam > 0, f"lam must be > 0, got {self.lam}")
+        check(self.periods >= 1, f"periods must be >= 1, got {self.periods}")
+        check(self.fragments >= 0 and self.fragment_delay >= 0,
+              "fragments and fragment_delay must be >= 0")
         for p in self.pauses:
             check(len(p) == 2 and 0 <= p[0] <= 1 and p[1] >= 0,
                   f"a pause is [fraction in 0..1, length >= 0], got {p}")
@@ -58,23 +77,42 @@ def _keys(p: Params, rng: np.random.Generator, n: int, shift: float, vshift: flo
         pmf = np.arange(1, p.domain + 1, dtype=float) ** -p.s
         return rng.choice(p.domain, size=n, p=pmf / pmf.sum()).astype(np.int64) + 1
     sd = np.sqrt(p.variance + vshift)
-    return np.rint(rng.normal(p.mean + shift, sd, n)).astype(np.int64)
+    period = np.arange(n) * p.periods // max(n, 1) + p.first_period  # 0 .. periods - 1
+    mean = p.mean + shift + period * p.period_shift
+    return np.rint(rng.normal(mean, sd, n)).astype(np.int64)
 
 
 def _times(p: Params, rng: np.random.Generator, n: int) -> np.ndarray:
     t = np.cumsum(rng.exponential(1.0 / p.lam, n))
     for frac, length in p.pauses:
         t[int(frac * n):] += length
+    if p.fragments and n:
+        base = t.copy()
+        bounds = np.linspace(0, n, p.fragments + 1).astype(int)
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):  # fragment [lo, hi)
+            if lo == hi or hi >= n:
+                continue  # nothing follows the last fragment
+            duration = base[hi - 1] - (base[lo - 1] if lo else 0.0)
+            t[hi:] += p.fragment_delay * duration
     return t
 
 
 def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dict[str, int]:
     p = Params(**params)
-    rows = {}
+    keys, times = {}, {}
     for i, (name, n, shift, vshift) in enumerate((("R", p.n_r, 0.0, 0.0),
                                                  ("S", p.n_s, p.mean_shift, p.variance_shift))):
         rng = np.random.default_rng([p.seed, i])
-        table = pa.table({"key": _keys(p, rng, n, shift, vshift), "t": _times(p, rng, n),
-                          "rid": np.arange(n, dtype=np.int64)})
+        keys[name], times[name] = _keys(p, rng, n, shift, vshift), _times(p, rng, n)
+    if p.order is not None:  # the order's within-relation orders over the arrival times
+        arrival = compute_arrival(p.order, p.n_r, p.n_s, p.seed, keys_r=keys["R"],
+                                  keys_s=keys["S"], **p.order_params)
+        for name, perm in (("R", arrival.perm_r), ("S", arrival.perm_s)):
+            if perm is not None:
+                keys[name] = keys[name][perm]
+    rows = {}
+    for name in ("R", "S"):
+        table = pa.table({"key": keys[name], "t": times[name],
+                          "rid": np.arange(len(keys[name]), dtype=np.int64)})
         rows[name] = write_part(table, Path(out) / f"{name}.parquet", 0)  # atomic
     return rows

@@ -46,7 +46,7 @@ def test_generate_into_out_then_reuse_then_rankfreq(tmp_path, capsys):
     (("dpair", "keys=0"), "keys (K) must be in 1.."),
     (("dpair", "alhpa=1"), "valid: alpha, chunk_rows"),
     (("zipfpair",), "valid: diner_streams, dpair, smalllarge"),
-    (("stream", "source=dpair", "order=zigzag"), "valid: fluct, random, rate"),
+    (("stream", "source=dpair", "order=zigzag"), "valid: fluct, intervals, random, rate"),
     (("dpair", "rows"), "expected key=value"),
     (("rankfreq",), "usage"),
 ])

@@ -98,7 +98,7 @@ def test_rate_schedule_pause_and_poisson_rate():
 
 
 @pytest.mark.parametrize("order,kw,msg", [
-    ("sorted", {}, "valid: fluct, random, rate"),
+    ("sorted", {}, "valid: fluct, intervals, random, rate"),
     ("fluct", {"k": 1}, "k must be > 1"),
     ("fluct", {"kk": 2}, "valid: first, initial, k"),
     ("rate", {"rate_r": [1, 2]}, "one rate per entry"),

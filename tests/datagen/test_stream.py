@@ -99,7 +99,7 @@ def dropped_in_order(tmp_path, monkeypatch):
 
 def test_a_new_order_is_one_module_dropped_into_the_package(tmp_path, capsys, dropped_in_order):
     assert main(["list"]) == 0
-    assert "stream orders: by_key, fluct, random, rate" in capsys.readouterr().out
+    assert "stream orders: by_key, fluct, intervals, random, rate" in capsys.readouterr().out
     with pytest.raises(ValueError, match="only R first"):  # checked up front, like any order
         orders.resolve("by_key", {"first": "S"})
     f = _stream(tmp_path, source="dpair", source_params=SOURCE, order="by_key", chunk_rows=100)
