@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from joins.online.disk_blocks import BlockDisk
 from joins.online.kernel import expand
 from joins.online.pair_counts import pairs_across_groups
 from joins.online.programs.single_site import SingleSite, SingleSiteState, pairs_of
@@ -80,7 +79,7 @@ class HashMerge(SingleSite):
         j = self.bucket(key)
         partners = ws.mem[1 - rel].get(j, {}).get(key)
         if partners:
-            out.add(len(partners), *pairs_of(cfg, rel, tid, np.array(partners, np.int64)),
+            out.add(len(partners), *pairs_of(cfg, rel, tid, partners),
                     phase="arriving")
         ws.mem[rel].setdefault(j, {}).setdefault(key, []).append(tid)
         ws.count[rel, j] += 1
@@ -112,13 +111,15 @@ class HashMerge(SingleSite):
         return ws.disk[rel].append(keys, tids, zeros if ats is None else ats,
                                    zeros if dts is None else dts, last)
 
-    def _read(self, ws, rel: int, block: int) -> np.ndarray:
-        if block == 0:
-            return np.zeros(0, dtype=BlockDisk.DTYPE)
-        rows = ws.disk[rel].read(block)
-        blocks = -(-len(rows) // self.block)
-        ws.stats["blocks_read"] += blocks
-        ws.clock += blocks * (self.c_read + self.c_join)
+    def _read_many(self, ws, rel: int, ids: list[int]) -> np.ndarray:
+        """Segments ``ids`` of ``rel`` (0: an empty side), concatenated; each segment's blocks
+        charged a read and a join."""
+        rows = ws.disk[rel].read_many(ids)
+        for i in ids:  # one charge per segment, in order (the clock's float sums as before)
+            if i:
+                blocks = -(-ws.disk[rel].sizes[i - 1] // self.block)
+                ws.stats["blocks_read"] += blocks
+                ws.clock += blocks * (self.c_read + self.c_join)
         return rows
 
     def work_left(self, ws):
@@ -137,9 +138,9 @@ class HashMerge(SingleSite):
         group, rest = segs[:self.fan_in], segs[self.fan_in:]
         sides = []
         for rel in (0, 1):
-            parts = [self._read(ws, rel, ids[rel]) for ids in group]
-            origin = np.concatenate([np.full(len(p), i) for i, p in enumerate(parts)])
-            rows = np.concatenate(parts)
+            rows = self._read_many(ws, rel, [ids[rel] for ids in group])
+            sizes = [ws.disk[rel].sizes[ids[rel] - 1] if ids[rel] else 0 for ids in group]
+            origin = np.repeat(np.arange(len(group)), sizes)
             order = np.argsort(rows["key"], kind="stable")
             sides.append((rows[order], origin[order]))
         (a, oa), (b, ob) = sides

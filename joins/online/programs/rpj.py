@@ -51,7 +51,7 @@ from joins.online.programs.single_site import pairs_of
 
 @dataclass
 class RpjState(HmjState):
-    order: list = field(default_factory=lambda: [{}, {}])  # bucket -> deque (key, tid, ats)
+    order: list = field(default_factory=lambda: [{}, {}])  # bucket -> [keys, tids, ats] deques
     arrivals: np.ndarray = field(default_factory=lambda: np.zeros((2, 0)))  # for p_i[j]
     last_pass: np.ndarray = field(default_factory=lambda: np.zeros((2, 0), np.int64))
     flushed: list = field(default_factory=lambda: [{}, {}])  # bucket -> [(DTS, tuples)]
@@ -93,7 +93,7 @@ class RateBasedProgressive(HashMerge):
         ws.probed[j] += ws.count[1 - rel, j]
         ws.matched[j] += n
         if n:
-            out.add(n, *pairs_of(cfg, rel, tid, np.array(partners, np.int64)),
+            out.add(n, *pairs_of(cfg, rel, tid, partners),
                     phase="arriving")
         ws.arrivals[rel, j] += 1
         budget = cfg.budget_tuples
@@ -102,7 +102,10 @@ class RateBasedProgressive(HashMerge):
                     sum(self.in_memory(ws)):
                 self._flush_victim(ws)
         ws.mem[rel].setdefault(j, {}).setdefault(key, deque()).append(tid)
-        ws.order[rel].setdefault(j, deque()).append((key, tid, ws.events))
+        keys, tids, ats = ws.order[rel].setdefault(j, (deque(), deque(), deque()))
+        keys.append(key)
+        tids.append(tid)
+        ats.append(ws.events)
         ws.count[rel, j] += 1
         ws.held[rel] += 1
         ws.version += 1
@@ -126,14 +129,13 @@ class RateBasedProgressive(HashMerge):
         if not n:
             return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
         order, index = ws.order[rel][j], ws.mem[rel][j]
-        rows = [order.popleft() for _ in range(n)]
-        for key, _, _ in rows:  # the oldest of the bucket are the oldest of their key
+        keys, tids, ats = ([col.popleft() for _ in range(n)] for col in order)
+        for key in keys:  # the oldest of the bucket are the oldest of their key
             index[key].popleft()
             if not index[key]:
                 del index[key]
         ws.count[rel, j] -= n
         ws.held[rel] -= n
-        keys, tids, ats = zip(*rows, strict=True)
         return np.array(keys, float), np.array(tids, np.int64), np.array(ats, np.int64)
 
     def _spill(self, ws, rel: int, j: int, n: int, dts: int) -> int:
@@ -190,9 +192,9 @@ class RateBasedProgressive(HashMerge):
         after the memory tuple's latest pass and before it arrived)."""
         mem = ws.order[1 - i].get(j)
         hist = ws.flushed[i].get(j)
-        if not mem or not hist:
+        if not mem or not mem[2] or not hist:
             return 0
-        ats = np.fromiter((a for _, _, a in mem), np.int64, len(mem))
+        ats = np.fromiter(mem[2], np.int64, len(mem[2]))
         dts = np.array([d for d, _ in hist], np.int64)
         cum = np.concatenate([[0], np.cumsum([n for _, n in hist])])
         last = np.where(ats <= ws.last_pass[i, j], ws.last_pass[i, j], -1)
@@ -246,13 +248,12 @@ class RateBasedProgressive(HashMerge):
     def _pass(self, ws, cfg, c, out, i: int, j: int, phase: str | None) -> None:
         """Bucket ``j`` of relation ``i`` on disk against the other relation's bucket in
         memory (XJoin's second stage): the pairs not produced yet."""
-        parts = [self._read(ws, i, ids[i]) for ids in ws.segments[j]]
-        disk = np.concatenate(parts)
+        disk = self._read_many(ws, i, [ids[i] for ids in ws.segments[j]])
         disk = disk[np.argsort(disk["key"], kind="stable")]
-        mem = ws.order[1 - i][j]
-        mk = np.fromiter((k for k, _, _ in mem), float, len(mem))
-        mt = np.fromiter((t for _, t, _ in mem), np.int64, len(mem))
-        ma = np.fromiter((a for _, _, a in mem), np.int64, len(mem))
+        keys, tids, ats = ws.order[1 - i][j]
+        mk = np.fromiter(keys, float, len(keys))
+        mt = np.fromiter(tids, np.int64, len(tids))
+        ma = np.fromiter(ats, np.int64, len(ats))
         ml = np.where(ma <= ws.last_pass[i, j], ws.last_pass[i, j], -1)
         c["probes"] += len(disk)
         if cfg.want_pairs or cfg.pairs_dir:

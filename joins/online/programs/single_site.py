@@ -196,10 +196,11 @@ class SingleSite(Program):
         self.used(ws)
 
 
-def pairs_of(cfg, rel: int, tid: int, others: np.ndarray) -> tuple:
-    """The result tid columns (input 0, input 1) of one tuple of ``rel`` with ``others``, or
-    nothing when the run does not collect rows."""
+def pairs_of(cfg, rel: int, tid: int, others) -> tuple:
+    """The result tid columns (input 0, input 1) of one tuple of ``rel`` with ``others`` (any
+    sequence of tids, converted only when the run collects rows), or nothing."""
     if not (cfg.want_pairs or cfg.pairs_dir):
         return ()
+    others = np.asarray(others, np.int64)
     mine = np.full(len(others), tid, np.int64)
     return (mine, others) if rel == 0 else (others, mine)
