@@ -34,7 +34,8 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                          "disk_cost_factor"),
     "first_iteration": _keys(),
     "squall_theory": _keys("joiners", "replay_tuples"),
-    "single_site_join": _keys("memory_share", "memory_tuples", "tick", "operator_params"),
+    "single_site_join": _keys("memory_share", "memory_tuples", "tick", "operator_params",
+                              "buffer_limit"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")

@@ -5,8 +5,10 @@ Figure keys: ``workload`` (``generator``, e.g. ``diner_streams``; ``params``; ``
 scale), ``run``: ``memory_share`` (the budget as a share of |R| + |S|, the paper's 5%) or
 ``memory_tuples`` (a fixed budget),
 ``tick`` (event-time ticks: the engine's micro-batches; the operator processes every arrival
-one at a time whatever the tick), ``operator_params`` (block size, MaxNewArr, WaitThresh, the
-time model's costs...). A series names its operator (``algorithm``) and may override any of
+one at a time whatever the tick), ``buffer_limit`` (default true: a run whose input buffer
+ever holds more arrivals than the whole memory budget has overflowed, status ``overflow``, as
+the paper's RPJ in Fig 16; false: the buffer may grow, Table 3), ``operator_params`` (block
+size, MaxNewArr, WaitThresh, the time model's costs...). A series names its operator (``algorithm``) and may override any of
 them.
 
 The operator is one site: one worker of the engine, on an executor. Spark hosts it and
@@ -88,6 +90,10 @@ def run_point(pc: PointContext) -> PointOutcome:
         "memory_max": (float(last.get("memory_max", 0)), "tuples"),
         "reactive_episodes": (float(last.get("reactive_episodes", 0)), "count"),
         "buffer_at_handover_max": (float(last.get("buffer_at_handover_max", 0)), "tuples"),
+        "buffer_at_handover_mean": (
+            float(last.get("buffer_at_handover_sum", 0)) / float(last.get("handovers", 0))
+            if last.get("handovers", 0) else float("nan"), "tuples"),
+        "buffer_max": (float(last.get("buffer_max", 0)), "tuples"),
         "blocks_written": (float(last.get("blocks_written", 0)), "count"),
         "blocks_read": (float(last.get("blocks_read", 0)), "count"),
         "virtual_end": (float(last.get("clock", float("nan"))), "virtual time units"),
@@ -101,6 +107,10 @@ def run_point(pc: PointContext) -> PointOutcome:
     out.series_rows = [{"metric": "cumulative_online_results", "t": float(t1),
                         "value": float(v), "unit": "rows"}
                        for t1, v in zip(normal["t1"], cumulative, strict=True)]
+    if run.get("buffer_limit", True) and float(last.get("buffer_max", 0)) > budget:
+        out.status = "overflow"  # the results stay: the run went on as if the buffer grew
+        out.error = (f"the input buffer reached {int(last.get('buffer_max', 0))} arrivals, more "
+                     f"than the memory of {budget} tuples")
     if int(outputs) != expected:
         out.status = "error"
         out.error = f"the operator produced {int(outputs)} results, the join has {expected}"

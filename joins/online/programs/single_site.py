@@ -93,7 +93,8 @@ class SingleSite(Program):
         return self.state(wid, seed=self.seed,
                           stats=dict.fromkeys(("blocks_written", "blocks_read",
                                                "reactive_episodes", "handovers",
-                                               "buffer_at_handover_max", "buffer_max",
+                                               "buffer_at_handover_max",
+                                               "buffer_at_handover_sum", "buffer_max",
                                                "memory_max", *self.stat_names), 0))
 
     def new_disk(self, cfg, ws, name: str) -> BlockDisk:
@@ -149,6 +150,7 @@ class SingleSite(Program):
         self.on_hand_over(ws)
         ws.stats["handovers"] += 1
         ws.stats["buffer_at_handover_max"] = max(ws.stats["buffer_at_handover_max"], buffered)
+        ws.stats["buffer_at_handover_sum"] += buffered
 
     def advance(self, ws, cfg, c, out, final: bool) -> None:
         """Run the operator on its virtual clock as far as the delivered arrivals decide it."""
