@@ -93,6 +93,10 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("xjoin", "online", "diner", "joins.online.operators:xjoin", ("inner",),
                   "XJoin: hash buckets, the largest flushed whole, disk buckets joined with "
                   "memory buckets between arrivals (DINER's baseline)"),
+        Algorithm("pmj", "online", "diner", "joins.online.operators:pmj", ("inner",),
+                  "Progressive Merge Join: loads sorted and joined when the memory is full, "
+                  "run pairs merged after the last arrival; band joins too (DINER's "
+                  "baseline)"),
     ]
 }
 

@@ -187,3 +187,18 @@ def xjoin(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     return Static(OneSiteLayout(), program="xjoin", program_params=dict(
         n_part=n_part, fan_in=fan_in, tups_per_block=tups_per_block, wait_thresh=wait_thresh,
         c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed))
+
+
+def pmj(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
+        controller: str = "exact", band: float | None = None, fan_in: int = 10,
+        tups_per_block: int = 50, wait_thresh: float = 25.0, c_read: float = 0.2,
+        c_write: float = 0.2, c_join: float = 0.05, c_arrive: float = 0.0, **extra):
+    """Progressive Merge Join (DINER's band-join baseline): both relations' loads sorted and
+    joined when the memory is full, written as run pairs, merged ``fan_in`` at a time after
+    the last arrival (:mod:`joins.online.programs.pmj`). Equi- and band joins, one site."""
+    _unused("pmj", extra)
+    if joiners != 1:
+        raise ValueError("pmj is a single-site operator: joiners=1")
+    return Static(OneSiteLayout(), program="pmj", program_params=dict(
+        fan_in=fan_in, tups_per_block=tups_per_block, wait_thresh=wait_thresh, c_read=c_read,
+        c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed))

@@ -53,16 +53,17 @@ def pairs_not_produced(ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray, las
     return int(np.maximum(b_left_first, 0).sum() + np.maximum(a_left_first, 0).sum())
 
 
-def pairs_across_groups(ka: np.ndarray, ga: np.ndarray, kb: np.ndarray,
-                        gb: np.ndarray) -> int:
-    """Equal-key pairs (a, b) from different groups (HMJ's segments: one segment's tuples met
-    in memory)."""
+def pairs_across_groups(ka: np.ndarray, ga: np.ndarray, kb: np.ndarray, gb: np.ndarray,
+                        width: float = 0.0) -> int:
+    """Pairs (a, b) with ``|ka - kb| <= width`` from different groups (HMJ's and PMJ's
+    segments: one segment's tuples met in memory): all pairs less each group's own. ``kb``
+    need not be sorted; groups are few (a merge's fan-in)."""
     if not len(ka) or not len(kb):
         return 0
-    ra, rb = _ranks(ka, kb)
-    bound = int(max(ga.max(), gb.max())) + 2
-    by_group = np.sort(rb * bound + gb)
-    base = ra * bound
-    same_key = _count_le(by_group, base + bound - 1) - _count_le(by_group, base - 1)
-    same_group = _count_le(by_group, base + ga) - _count_le(by_group, base + ga - 1)
-    return int((same_key - same_group).sum())
+
+    def within(a: np.ndarray, b: np.ndarray) -> int:
+        b = np.sort(b)
+        return int((np.searchsorted(b, a + width, "right") -
+                    np.searchsorted(b, a - width, "left")).sum())
+
+    return within(ka, kb) - sum(within(ka[ga == g], kb[gb == g]) for g in np.unique(ga))

@@ -19,7 +19,8 @@ from joins.oracle import assert_same_rows, oracle_join
 SMALL = dict(tups_per_block=8, max_outer_mem=3, max_new_arr=15, wait_thresh=25.0)
 OPS = {"diner": SMALL, "hmj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
        "rpj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
-       "xjoin": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0)}
+       "xjoin": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
+       "pmj": dict(tups_per_block=8, fan_in=3, wait_thresh=25.0)}
 
 
 def _stream(rng, n: int, keys, col: str, pause_at: float | None = None,
@@ -76,12 +77,15 @@ def test_every_budget_is_exact_with_steady_arrivals_and_pauses(share, pause, ope
     _check(res, r, s, budget=budget)
     m = res.metrics
     assert m["blocks_written"].max() > 0  # the budget made it flush
-    if pause is not None:  # the pause ran the reactive phase
+    if pause is not None and operator != "pmj":  # the pause ran the reactive phase (PMJ has
+        # none: it merges after the last arrival)
         assert m["reactive_episodes"].max() > 0 and (res.output["phase"] == "reactive").any()
 
 
-@pytest.mark.parametrize("operator", list(OPS))
+@pytest.mark.parametrize("operator", [op for op in OPS if op != "pmj"])
 def test_memory_for_the_whole_input_is_fully_online_and_equals_shj(operator):
+    """(PMJ joins only when the memory is full: with memory for everything it is blocking,
+    every result in the clean-up; test_pmj_is_blocking_between_loads.)"""
     rng = np.random.default_rng(5)
     r = _stream(rng, 400, zipf_keys(2.0), "a", 0.5)
     s = _stream(rng, 300, zipf_keys(2.0), "b", 0.5)
@@ -129,12 +133,13 @@ def test_edge_cases_are_exact(case, operator):
     _check(_run(r, s, budget, operator=operator), r, s, budget=budget)
 
 
+@pytest.mark.parametrize("operator", ["diner", "pmj"])
 @pytest.mark.parametrize("band", [0.0, 2.0])
-def test_band_joins_are_exact(band):
+def test_band_joins_are_exact(band, operator):
     rng = np.random.default_rng(3)
     r = _stream(rng, 600, uniform_keys, "a", 0.5)
     s = _stream(rng, 500, uniform_keys, "b", 0.5)
-    _check(_run(r, s, 80, band=band), r, s, band=band, budget=80)
+    _check(_run(r, s, 80, band=band, operator=operator), r, s, band=band, budget=80)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -287,3 +292,19 @@ def test_counting_without_rows_gives_the_exact_total(operator, z):
     cols = [c for c in listed.metrics if c.startswith("outputs")]
     pd.testing.assert_frame_equal(counted.metrics[cols], listed.metrics[cols])
     assert counted.metrics["outputs"].sum() == oracle_count(r, s, "key", "inner")
+
+
+def test_pmj_is_blocking_between_loads():
+    """PMJ produces results only when a load fills the memory (all of them, as SHJ, in the
+    clean-up when the memory holds the whole input), and never in a reactive phase."""
+    rng = np.random.default_rng(6)
+    r = _stream(rng, 400, uniform_keys, "a", 0.5)
+    s = _stream(rng, 300, uniform_keys, "b", 0.5)
+    whole = _run(r, s, 10_000, operator="pmj")
+    _check(whole, r, s)
+    assert set(whole.output["phase"]) == {"cleanup"}
+    loads = _run(r, s, 100, operator="pmj")
+    _check(loads, r, s, budget=100)
+    m = loads.metrics
+    assert m["loads"].max() >= 700 // 100 and m["reactive_episodes"].max() == 0
+    assert (loads.output["phase"] == "arriving").sum() > 0

@@ -27,6 +27,9 @@ def test_counts_equal_brute_force(na, nb, keys, seed):
     across = sum(1 for i in range(na) for j in range(nb) if ka[i] == kb[j] and ga[i] != gb[j])
     assert pairs_not_met(ka, ats_a, dts_a, kb, ats_b, dts_b) == not_met
     assert pairs_across_groups(ka, ga, kb, gb) == across
+    band = sum(1 for i in range(na) for j in range(nb) if abs(ka[i] - kb[j]) <= 1.0 and
+               ga[i] != gb[j])
+    assert pairs_across_groups(ka, ga, kb, gb, width=1.0) == band
 
 
 @settings(max_examples=200, deadline=None)

@@ -21,6 +21,7 @@ PROGRAMS: dict[str, str] = {
     "hmj": "joins.online.programs.hmj:HashMerge",  # Hash-Merge Join (DINER's baseline)
     "rpj": "joins.online.programs.rpj:RateBasedProgressive",  # RPJ (DINER's baseline)
     "xjoin": "joins.online.programs.xjoin:XJoin",  # XJoin (DINER's baseline)
+    "pmj": "joins.online.programs.pmj:ProgressiveMerge",  # PMJ (DINER's band-join baseline)
 }
 
 

@@ -145,16 +145,17 @@ class HashMerge(SingleSite):
             sides.append((rows[order], origin[order]))
         (a, oa), (b, ob) = sides
         c["probes"] += len(a)
+        width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)  # PMJ's band joins
         if cfg.want_pairs or cfg.pairs_dir:
-            lo = np.searchsorted(b["key"], a["key"], "left")
-            hi = np.searchsorted(b["key"], a["key"], "right")
+            lo = np.searchsorted(b["key"], a["key"] - width, "left")
+            hi = np.searchsorted(b["key"], a["key"] + width, "right")
             pa, pb = expand(lo, hi)
             keep = (oa[pa] != ob[pb]) & self._not_produced(a[pa], b[pb])
             pa, pb = pa[keep], pb[keep]
             if len(pa):
                 out.add(len(pa), a["tid"][pa], b["tid"][pb], phase=phase)
         else:  # counted, never listed (billions of pairs at high skew)
-            n = self._count_new(a, oa, b, ob)
+            n = self._count_new(a, oa, b, ob, width)
             if n:
                 out.add(n, phase=phase)
         merged = tuple(self._write(ws, rel, side["key"], side["tid"], side["ats"], side["dts"],
@@ -168,9 +169,10 @@ class HashMerge(SingleSite):
         segment pair's tuples met in memory, tuples of different ones never did)."""
         return True
 
-    def _count_new(self, a: np.ndarray, oa: np.ndarray, b: np.ndarray, ob: np.ndarray) -> int:
-        """The new pairs of a merge, counted: equal keys from different segments."""
-        return pairs_across_groups(a["key"], oa, b["key"], ob)
+    def _count_new(self, a: np.ndarray, oa: np.ndarray, b: np.ndarray, ob: np.ndarray,
+                   width: float = 0.0) -> int:
+        """The new pairs of a merge, counted: matching keys from different segments."""
+        return pairs_across_groups(a["key"], oa, b["key"], ob, width)
 
     def finish(self, ws, cfg, c, out):
         if not ws.disk:

@@ -167,7 +167,7 @@ class RateBasedProgressive(HashMerge):
         return (((b["dts"] > a["last"]) & (b["dts"] < a["ats"])) |
                 ((a["dts"] > b["last"]) & (a["dts"] < b["ats"])))
 
-    def _count_new(self, a, oa, b, ob):
+    def _count_new(self, a, oa, b, ob, width=0.0):
         def count(x, y):
             return pairs_not_produced(x["key"], x["ats"], x["dts"], x["last"],
                                       y["key"], y["ats"], y["dts"], y["last"])
