@@ -21,6 +21,8 @@ GENERATORS: dict[str, str] = {
     "tpch": "datagen.tpch:generate",  # TPC-H with Zipf-skewed foreign keys
     "squall_query": "datagen.squall_query:generate",  # the Squall paper's join inputs
     "diner_streams": "datagen.diner_streams:generate",  # DINER's timed R and S streams
+    "stock_trace": "datagen.stock_trace:generate",  # DINER's CSCO/IPIX stand-in
+    "weather_trace": "datagen.weather_trace:generate",  # DINER's weather stand-in
 }
 
 

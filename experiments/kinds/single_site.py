@@ -3,13 +3,14 @@ on one pair of timed streams under a memory budget.
 
 Figure keys: ``workload`` (``generator``, e.g. ``diner_streams``; ``params``; ``sizes`` per
 scale), ``run``: ``memory_share`` (the budget as a share of |R| + |S|, the paper's 5%) or
-``memory_tuples`` (a fixed budget),
+``memory_tuples`` (a fixed budget), ``band`` (a band join ``|r - s| <= band``: DINER and PMJ),
 ``tick`` (event-time ticks: the engine's micro-batches; the operator processes every arrival
 one at a time whatever the tick), ``buffer_limit`` (default true: a run whose input buffer
 ever holds more arrivals than the whole memory budget has overflowed, status ``overflow``, as
 the paper's RPJ in Fig 16; false: the buffer may grow, Table 3), ``operator_params`` (block
-size, MaxNewArr, WaitThresh, the time model's costs...). A series names its operator (``algorithm``) and may override any of
-them.
+size, MaxNewArr, WaitThresh, the time model's costs...). A series names its operator
+(``algorithm``) and may override any of them, the workload's generator and parameters too
+(Fig 9 runs three traces).
 
 The operator is one site: one worker of the engine, on an executor. Spark hosts it and
 generates nothing here (the inputs are small, written on the driver); no speed-up from Spark is
@@ -33,13 +34,13 @@ def _table(folder: Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(folder / f"{name}.parquet")
 
 
-def exact_join_size(r: pd.DataFrame, s: pd.DataFrame) -> int:
-    """|R join S| on ``key``, counted over sorted keys without listing pairs (nulls match
-    nothing): the squall kind's band count with band 0."""
+def exact_join_size(r: pd.DataFrame, s: pd.DataFrame, band: float = 0) -> int:
+    """|R join S| on ``key`` (``|r - s| <= band``), counted over sorted keys without listing
+    pairs (nulls match nothing): the squall kind's band count."""
     def keys(f: pd.DataFrame):
         return f["key"].dropna().astype("int64").to_numpy()
 
-    return band_outputs(keys(r), keys(s), 0)
+    return band_outputs(keys(r), keys(s), band)
 
 
 def run_point(pc: PointContext) -> PointOutcome:
@@ -68,7 +69,7 @@ def run_point(pc: PointContext) -> PointOutcome:
                          operator=s["algorithm"], joiners=1, on="key", time="t",
                          tick=float(run["tick"]), memory_budget_tuples=budget,
                          seed=int(params["seed"]), progress=pc.progress, partitions=1,
-                         **op_params)
+                         band=run.get("band"), **op_params)
     m = res.metrics
 
     def col(name: str) -> float:
@@ -78,7 +79,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     outputs = col("outputs")
     online = arriving + reactive
     last = m.iloc[-1]
-    expected = exact_join_size(r, s_)
+    expected = exact_join_size(r, s_, run.get("band") or 0)
     out.metrics.update({
         "online_results": (online, "rows"),
         "arriving_results": (arriving, "rows"),
