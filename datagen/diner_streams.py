@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from datagen.arrival_times import arrival_times, check_delays
 from datagen.chunks import write_part
 from datagen.orders import compute_arrival
 from datagen.params import check
@@ -65,11 +66,7 @@ class Params:
               "variances must be > 0")
         check(self.lam > 0, f"lam must be > 0, got {self.lam}")
         check(self.periods >= 1, f"periods must be >= 1, got {self.periods}")
-        check(self.fragments >= 0 and self.fragment_delay >= 0,
-              "fragments and fragment_delay must be >= 0")
-        for p in self.pauses:
-            check(len(p) == 2 and 0 <= p[0] <= 1 and p[1] >= 0,
-                  f"a pause is [fraction in 0..1, length >= 0], got {p}")
+        check_delays(self.pauses, self.fragments, self.fragment_delay)
 
 
 def _keys(p: Params, rng: np.random.Generator, n: int, shift: float, vshift: float):
@@ -83,18 +80,7 @@ def _keys(p: Params, rng: np.random.Generator, n: int, shift: float, vshift: flo
 
 
 def _times(p: Params, rng: np.random.Generator, n: int) -> np.ndarray:
-    t = np.cumsum(rng.exponential(1.0 / p.lam, n))
-    for frac, length in p.pauses:
-        t[int(frac * n):] += length
-    if p.fragments and n:
-        base = t.copy()
-        bounds = np.linspace(0, n, p.fragments + 1).astype(int)
-        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):  # fragment [lo, hi)
-            if lo == hi or hi >= n:
-                continue  # nothing follows the last fragment
-            duration = base[hi - 1] - (base[lo - 1] if lo else 0.0)
-            t[hi:] += p.fragment_delay * duration
-    return t
+    return arrival_times(n, p.lam, rng, p.pauses, p.fragments, p.fragment_delay)
 
 
 def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dict[str, int]:

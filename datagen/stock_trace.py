@@ -8,8 +8,9 @@ time, the property the paper's real traces give DINER). Each trade executes at t
 plus a rounded Normal(0, ``noise_cents``) noise. Exactly half of the trades (chosen at random)
 are buys (relation R), the others sells (S), as the paper splits its traces; each relation
 keeps the trace's order, with exponential arrival gaps of rate ``lam`` (the paper's lambda =
-0.1). Join key: the price in cents (``key``, int64); the paper's band join "price difference
-smaller than 5 cents" is a band of 4 cents on it.
+0.1) and the network delays of :mod:`datagen.arrival_times` (``fragments``: Fig 17). Join
+key: the price in cents (``key``, int64); the paper's band join "price difference smaller
+than 5 cents" is a band of 4 cents on it.
 
 The parameters are fixed before any DINER result was seen and are not tuned to the paper's
 Table 4 (a stand-in tuned to the real traces' percentages would prove nothing): one cent steps
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from datagen.arrival_times import arrival_times, check_delays
 from datagen.chunks import write_part
 from datagen.params import check
 
@@ -37,10 +39,13 @@ class Params:
     start_cents: int = 2000
     step_prob: float = 0.1  # per direction, per trade
     noise_cents: float = 1.0
-    lam: float = 0.1  # arrivals per time unit, per relation
+    lam: float = 0.1
+    fragments: int = 0  # network delays (datagen.arrival_times), Fig 17
+    fragment_delay: float = 0.0  # arrivals per time unit, per relation
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_delays((), self.fragments, self.fragment_delay)
         check(self.trades >= 0, f"trades must be >= 0, got {self.trades}")
         check(0 <= self.step_prob <= 0.5, f"step_prob must be in [0, 0.5], got {self.step_prob}")
         check(self.noise_cents >= 0 and self.lam > 0, "noise_cents must be >= 0 and lam > 0")
@@ -64,7 +69,8 @@ def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dic
     rows = {}
     for i, (name, side) in enumerate((("R", is_buy), ("S", ~is_buy))):
         keys = price[side]
-        t = np.cumsum(np.random.default_rng([p.seed, i + 1]).exponential(1.0 / p.lam, len(keys)))
+        t = arrival_times(len(keys), p.lam, np.random.default_rng([p.seed, i + 1]),
+                          fragments=p.fragments, fragment_delay=p.fragment_delay)
         table = pa.table({"key": keys, "t": t, "rid": np.arange(len(keys), dtype=np.int64)})
         rows[name] = write_part(table, Path(out) / f"{name}.parquet", 0)  # atomic
     return rows

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from datagen.arrival_times import arrival_times, check_delays
 from datagen.chunks import write_part
 from datagen.errors import GeneratorError
 from datagen.params import check
@@ -33,9 +34,12 @@ STATIONS = ("seattle_temps", "sf_temps")  # R, S
 class Params:
     readings: int = 45_000
     lam: float = 0.1
+    fragments: int = 0  # network delays (datagen.arrival_times), Fig 17
+    fragment_delay: float = 0.0
     seed: int = 0
 
     def __post_init__(self) -> None:
+        check_delays((), self.fragments, self.fragment_delay)
         check(self.readings >= 2 and self.lam > 0, "readings must be >= 2 and lam > 0")
 
 
@@ -57,7 +61,8 @@ def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dic
     rows = {}
     for i, (name, src) in enumerate(zip(("R", "S"), STATIONS, strict=True)):
         keys = station(src, p.readings)
-        t = np.cumsum(np.random.default_rng([p.seed, i]).exponential(1.0 / p.lam, len(keys)))
+        t = arrival_times(len(keys), p.lam, np.random.default_rng([p.seed, i]),
+                          fragments=p.fragments, fragment_delay=p.fragment_delay)
         table = pa.table({"key": keys, "t": t, "rid": np.arange(len(keys), dtype=np.int64)})
         rows[name] = write_part(table, Path(out) / f"{name}.parquet", 0)  # atomic
     return rows
