@@ -35,7 +35,7 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
     "first_iteration": _keys(),
     "squall_theory": _keys("joiners", "replay_tuples"),
     "single_site_join": _keys("memory_share", "memory_tuples", "tick", "operator_params",
-                              "buffer_limit", "band"),
+                              "buffer_limit", "band", "cost_factor"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")

@@ -8,7 +8,9 @@ scale), ``run``: ``memory_share`` (the budget as a share of |R| + |S|, the paper
 one at a time whatever the tick), ``buffer_limit`` (default true: a run whose input buffer
 ever holds more arrivals than the whole memory budget has overflowed, status ``overflow``, as
 the paper's RPJ in Fig 16; false: the buffer may grow, Table 3), ``operator_params`` (block
-size, MaxNewArr, WaitThresh, the time model's costs...). A series names its operator
+size, MaxNewArr, WaitThresh, the time model's costs...), ``cost_factor`` (default 1: multiplies
+the block costs ``c_read``, ``c_write`` and ``c_join``, the time model's sensitivity run). A
+series names its operator
 (``algorithm``) and may override any of them, the workload's generator and parameters too
 (Fig 9 runs three traces).
 
@@ -63,6 +65,11 @@ def run_point(pc: PointContext) -> PointOutcome:
     else:
         budget = max(1, int(round(float(run["memory_share"]) * total)))
     op_params = dict(run.get("operator_params") or {})
+    factor = float(run.get("cost_factor", 1.0))
+    if factor != 1.0:  # the time model's sensitivity: every block cost scaled alike
+        for cost in ("c_read", "c_write", "c_join"):
+            if cost in op_params:
+                op_params[cost] = float(op_params[cost]) * factor
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
         # the frames already read (for the join size): Spark does not read the files again
         res = run_stream(spark, r, s_,
