@@ -34,7 +34,7 @@ def test_a_tiny_fig10_point_per_series(tmp_path):
     assert (v["online_results"] <= v["total_results"]).all()
     assert (v["memory_max"] <= v["memory_budget_tuples"]).all()
     pauses = [s for s in v.index if "pauses" in s]  # WaitThresh read as: only injected pauses
-    assert len(pauses) == 4 and (v.loc[pauses, "reactive_episodes"] == 0).all()
+    assert len(pauses) == 7 and (v.loc[pauses, "reactive_episodes"] == 0).all()
     assert v.loc["diner", "reactive_episodes"] > 0
     png = plot_figure("diner/fig10", "tiny", str(tmp_path))
     assert png is not None and png.exists() and png.with_suffix(".pdf").exists()
@@ -66,3 +66,52 @@ def test_exact_join_size_from_key_counts():
     r = pd.DataFrame({"key": pd.array([1, 1, 2, None, 5], dtype="Int64")})
     s = pd.DataFrame({"key": pd.array([1, 2, 2, 2, None], dtype="Int64")})
     assert exact_join_size(r, s) == 2 * 1 + 1 * 3
+
+
+@pytest.mark.slow
+def test_band_joins_on_the_stand_ins_and_delays_through_the_command_line(tmp_path):
+    """diner/fig13 (DINER and PMJ band joins on both trace stand-ins: every total is the exact
+    band join size, else the point would be an error) and a diner/fig16 point (delays): the
+    buffer metrics, and an overflow only where the buffer outgrew the memory."""
+    for args in (["figure=diner/fig13", "point.series=diner_csco_pauses,pmj_csco,pmj_weather"],
+                 ["figure=diner/fig16", "point.series=rpj_pauses,diner_pauses", "point.x=0.1"]):
+        proc = subprocess.run([sys.executable, "-m", "experiments.run", "scale=tiny", *args,
+                               f"results_root={tmp_path}", "progress=false"],
+                              cwd=ROOT, text=True, capture_output=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    band = pd.concat(pd.read_parquet(f) for f in (tmp_path / "diner" / "fig13").glob("*.parquet"))
+    assert (band["status"] == "ok").all()
+    v = band.pivot_table(index="series", columns="metric", values="value")
+    assert (v["total_results"] == v["oracle_rows"]).all()
+    assert v.loc["pmj_csco", "total_results"] == v.loc["diner_csco_pauses", "total_results"]
+    delays = pd.concat(pd.read_parquet(f)
+                       for f in (tmp_path / "diner" / "fig16").glob("*.parquet"))
+    d = delays.pivot_table(index="series", columns="metric", values="value")
+    status = delays.groupby("series")["status"].first()
+    for series in d.index:
+        overflowed = d.loc[series, "buffer_max"] > d.loc[series, "memory_budget_tuples"]
+        assert status[series] == ("overflow" if overflowed else "ok")
+        assert d.loc[series, "buffer_at_handover_mean"] <= d.loc[series, "buffer_at_handover_max"]
+    assert d.loc["diner_pauses", "reactive_episodes"] > 0  # the pauses start reactive phases
+
+
+def test_trace_stand_ins():
+    """stock_trace: CSCO's 20,710 trades split in halves, prices in cents that drift by the
+    walk; weather_trace: two stations of 45,000 readings in tenths of a degree; seeded."""
+    import tempfile
+    from pathlib import Path
+
+    from datagen.stock_trace import generate as stock
+    from datagen.weather_trace import generate as weather
+
+    a, b, w = (Path(tempfile.mkdtemp()) for _ in range(3))
+    assert stock({}, a) == {"R": 10355, "S": 10355}
+    stock({}, b)
+    r = pd.read_parquet(a / "R.parquet")
+    assert r.equals(pd.read_parquet(b / "R.parquet"))
+    assert r["key"].dtype == np.int64 and 50 < r["key"].nunique() < 400
+    assert abs(int(r["key"].iloc[0]) - 2000) < 10 and (np.diff(r["t"]) >= 0).all()
+    assert weather({"readings": 45000}, w) == {"R": 45000, "S": 45000}
+    sea, sf = (pd.read_parquet(w / f"{t}.parquet")["key"] for t in "RS")
+    assert sea.between(150, 1100).all() and sf.between(400, 800).all()  # degrees F x 10
+    assert exact_join_size(sea.to_frame(), sf.to_frame()) > 0
