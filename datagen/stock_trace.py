@@ -39,9 +39,9 @@ class Params:
     start_cents: int = 2000
     step_prob: float = 0.1  # per direction, per trade
     noise_cents: float = 1.0
-    lam: float = 0.1
-    fragments: int = 0  # network delays (datagen.arrival_times), Fig 17
-    fragment_delay: float = 0.0  # arrivals per time unit, per relation
+    lam: float = 0.1  # arrivals per time unit, per relation
+    fragments: int = 0  # network delays (datagen.arrival_times), Fig 17: pause after each
+    fragment_delay: float = 0.0  # fragment, this share of the fragment's duration
     seed: int = 0
 
     def __post_init__(self) -> None:

@@ -12,9 +12,9 @@ in the figure configs.
   every arrival so far (the arrivals of (i, j) over all arrivals: a choice, the paper keeps
   arrival statistics without saying which). The smallest p_i[j] sends ``n_flush`` tuples
   (default one block) of bucket j of the *opposite* relation to disk, the oldest first, as one
-  sorted segment; a bucket with fewer tuples is passed over for the next-smallest p ("the next
-  smallest probability is chosen"), ties to the fuller bucket; when no bucket holds
-  ``n_flush`` tuples the fullest is flushed whole.
+  sorted segment; when that bucket holds fewer, the next-smallest p gives the rest ("the next
+  smallest probability is chosen", read as: the flush goes on there; passing such buckets
+  over would, with small buckets, leave no victim), ties to the fuller bucket.
 * **Reactive phase** (when the inputs block for ``wait_thresh``): one task per unit, the one
   with the highest expected output per unit of modeled time (the rate RPJ is named for): a
   *memory-disk* pass (bucket j of relation i on disk against bucket j of the other relation in
@@ -111,18 +111,19 @@ class RateBasedProgressive(HashMerge):
         ws.version += 1
 
     def _flush_victim(self, ws) -> None:
-        """RPJ's policy: the smallest p_i[j] flushes n_flush tuples of bucket j of the other
-        relation; buckets too small for n_flush are passed over; none big enough: the
-        fullest bucket whole."""
+        """RPJ's policy: the smallest p_i[j] flushes tuples of bucket j of the other relation;
+        when that bucket holds fewer than n_flush, the next-smallest p gives the rest, until
+        n_flush tuples (or all in memory) are flushed, each bucket's part its own segment."""
         p = ws.arrivals / max(ws.arrivals.sum(), 1.0)  # p[i, j]
         victims = ws.count[::-1]  # row i: the bucket sizes of relation 1 - i
-        big = np.argwhere(victims >= self.n_flush)
-        if len(big):
-            i, j = big[np.lexsort((-victims[big[:, 0], big[:, 1]], p[big[:, 0], big[:, 1]]))[0]]
-            self._spill(ws, 1 - int(i), int(j), self.n_flush, ws.events)
-        else:
-            rel, j = np.unravel_index(int(np.argmax(ws.count)), ws.count.shape)
-            self._spill(ws, int(rel), int(j), int(ws.count[rel, j]), ws.events)
+        i, j = np.nonzero(victims)
+        need = self.n_flush
+        for k in np.lexsort((-victims[i, j], p[i, j])):  # smallest p, then the fuller bucket
+            n = min(need, int(victims[i[k], j[k]]))
+            self._spill(ws, 1 - int(i[k]), int(j[k]), n, ws.events)
+            need -= n
+            if not need:
+                return
 
     def _take(self, ws, rel: int, j: int, n: int) -> tuple[np.ndarray, ...]:
         """The ``n`` oldest in-memory tuples of bucket ``j`` of ``rel``, removed."""
@@ -156,9 +157,10 @@ class RateBasedProgressive(HashMerge):
 
     def _flush(self, ws, j: int) -> None:
         """The clean-up: both sides of bucket ``j`` as one segment group (they met)."""
-        ids = [self._spill(ws, rel, j, int(ws.count[rel, j]), ws.events + 1) for rel in (0, 1)]
+        ids = [self._spill(ws, rel, j, int(ws.count[rel, j]), ws.events + 1)
+               if ws.count[rel, j] else 0 for rel in (0, 1)]
         segs = ws.segments[j]
-        del segs[-2:]
+        del segs[len(segs) - sum(1 for i in ids if i):]
         segs.append(tuple(ids))
 
     # --- duplicate avoidance --------------------------------------------------------------------

@@ -8,8 +8,9 @@ time order. The operator processes one when its time has come and it is free; wh
 non-interruptible unit at a time, until the operator's own handover rule (e.g. DINER's
 MaxNewArr) sends it back to the arrivals. After the stream the engine's clean-up phase calls
 :meth:`SingleSite.finish`. Decisions need only the arrivals up to the clock, so the loop
-stops at the newest delivered arrival time and resumes with the next delivery: the result does
-not depend on how the engine cuts micro-batches.
+stops once its clock passes the newest delivered arrival time and resumes with the next
+delivery, so every decision (and the input buffer it counts) sees every arrival up to the
+clock: the result does not depend on how the engine cuts micro-batches.
 """
 
 from __future__ import annotations
@@ -155,6 +156,8 @@ class SingleSite(Program):
     def advance(self, ws, cfg, c, out, final: bool) -> None:
         """Run the operator on its virtual clock as far as the delivered arrivals decide it."""
         while True:
+            if not final and ws.clock > ws.horizon:
+                return  # arrivals up to the clock may not be delivered yet: wait for them
             if ws.reactive_mode:
                 buffered = self.buffered(ws)
                 if not self.work_left(ws) or self.hand_over(ws, cfg, buffered):
