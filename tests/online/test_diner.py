@@ -20,7 +20,7 @@ SMALL = dict(tups_per_block=8, max_outer_mem=3, max_new_arr=15, wait_thresh=25.0
 OPS = {"diner": SMALL, "hmj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
        "rpj": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
        "xjoin": dict(tups_per_block=8, n_part=7, fan_in=3, wait_thresh=25.0),
-       "pmj": dict(tups_per_block=8, fan_in=3, wait_thresh=25.0)}
+       "pmj": dict(tups_per_block=8, fan_in=4, wait_thresh=25.0)}
 
 
 def _stream(rng, n: int, keys, col: str, pause_at: float | None = None,

@@ -10,7 +10,8 @@ baseline for band joins (2.9, Fig 13), as a worker program on HMJ's machinery
 * **Merging phase** (after the last arrival, the engine's clean-up): the last, partly filled
   load is joined in memory (phase ``cleanup``: the end of the input is not a memory-full
   moment, so these results are not online; a choice the paper leaves open), then the run pairs
-  are merged ``fan_in`` (F) at a time into one; a tuple meets the other relation's tuples of
+  are merged F/2 at a time (F = ``fan_in`` runs, as the paper's "F/2 groups of sorted
+  partition pairs") into one; a tuple meets the other relation's tuples of
   different run pairs only (those of its own pair met in memory).
 * Band joins (``band=``): every join above matches ``|a - b| <= width``.
 
@@ -33,7 +34,10 @@ class ProgressiveMerge(HashMerge):
     def __init__(self, fan_in: int = 10, tups_per_block: int = 50, wait_thresh: float = 25.0,
                  c_read: float = 0.2, c_write: float = 0.2, c_join: float = 0.05,
                  c_arrive: float = 0.0, seed: int = 0) -> None:
-        super().__init__(n_part=1, fan_in=fan_in, tups_per_block=tups_per_block,
+        if fan_in < 4:
+            raise ValueError("pmj's fan_in (runs merged at once) must be >= 4: F/2 run pairs")
+        # F is the merge's fan-in in runs; a run pair is two runs, so F/2 pairs merge at once
+        super().__init__(n_part=1, fan_in=fan_in // 2, tups_per_block=tups_per_block,
                          wait_thresh=wait_thresh, c_read=c_read, c_write=c_write,
                          c_join=c_join, c_arrive=c_arrive, seed=seed)
 
