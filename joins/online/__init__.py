@@ -173,7 +173,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         pairs_dir = None
         if output is not None:
             pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(ONLINE_SCRATCH)))
-        spill_dir = _mk(ONLINE_SCRATCH / f"spill-{run_id}") if spill != "charge" else None
+        spill_dir = _mk(ONLINE_SCRATCH / f"spill-{run_id}") \
+            if spill != "charge" or program.uses_disk else None
         cfg = RunConfig(band=band, predicate=predicate, want_pairs=collect_output,
                         pairs_dir=str(pairs_dir) if pairs_dir else None,
                         budget_tuples=memory_budget_tuples, spill=spill,
@@ -183,9 +184,11 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
                         migration_rate=migration_rate, checkpoint_every=checkpoint_every,
                         progress=progress, backend=backend, transport=transport, tick=tick,
                         checkpoint_dir=str(checkpoint_dir) if reliable else None)
-        res = engine.run()
-        if spill_dir is not None:
-            shutil.rmtree(spill_dir, ignore_errors=True)
+        try:
+            res = engine.run()
+        finally:  # the run's files go with it, failed or not
+            if spill_dir is not None:
+                shutil.rmtree(spill_dir, ignore_errors=True)
         metrics = _with_cost(_named(res.metrics, names), cost)
         summary = _summary(metrics, res, stream, policy, cost, joiners, memory_budget_tuples)
         summary.update(operator=operator if isinstance(operator, str) else

@@ -332,3 +332,30 @@ def test_the_ticks_do_not_change_a_run(operator):
         _check(x, r, s)
     assert (runs[0].output["phase"].value_counts().sort_index()
             .equals(runs[1].output["phase"].value_counts().sort_index()))
+
+
+def test_disk_blocks_live_in_the_runs_folder_and_go_with_it(monkeypatch, tmp_path):
+    """The single-site operators' disk blocks are files in the run's spill folder, removed
+    when the run ends (they once filled the machine's /tmp, one folder per run)."""
+    import joins.online.engine as engine
+    import runtime.paths
+
+    scratch = tmp_path / "online"
+    monkeypatch.setattr(runtime.paths, "ONLINE_SCRATCH", scratch)
+    made = []
+    real = engine.Engine.run
+
+    def spy(self):
+        made.extend(scratch.glob("spill-*/*.blocks"))
+        out = real(self)
+        made.extend(scratch.glob("spill-*/*.blocks"))
+        return out
+
+    monkeypatch.setattr(engine.Engine, "run", spy)
+    rng = np.random.default_rng(4)
+    r = _stream(rng, 400, uniform_keys, "a", 0.5)
+    s = _stream(rng, 400, uniform_keys, "b", 0.5)
+    for operator in OPS:
+        _check(_run(r, s, 60, operator=operator), r, s, budget=60)
+    assert made  # the blocks were written there
+    assert not list(scratch.glob("spill-*"))  # and removed with each run

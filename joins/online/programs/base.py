@@ -74,6 +74,7 @@ class Program:
     edges: bool = False  # joins on several attributes (a graph of edges), not one shared key
     moves: tuple[str, ...] = ("rejoin", "handoff", "boundary")  # move modes it supports
     spill_modes: tuple[str, ...] = ("charge",)
+    uses_disk: bool = False  # writes files whatever the spill mode (the run gives it a folder)
 
     def new_worker(self, wid: int) -> WorkerBase:
         raise NotImplementedError

@@ -46,6 +46,7 @@ class SingleSite(Program):
     moves = ()
     spill_modes = ("charge",)
     cleans_up = True  # the engine runs the clean-up phase after the stream
+    uses_disk = True  # its disk blocks: files in the run's spill folder, removed after the run
     state = SingleSiteState
     stat_names: tuple[str, ...] = ()
 
