@@ -141,9 +141,12 @@ def test_config_hash_of_a_point_ignores_other_series_and_x_values():
 RUNS_OF = [f for f in FIGURES if load_figure(f).get("runs_of")]
 
 
-def test_squall_fig5h_draws_the_runs_of_fig5g():
-    assert RUNS_OF == ["squall/fig5h"]
-    assert load_figure("squall/fig5h")["runs_of"] == "squall/fig5g"
+def test_the_figures_that_draw_other_figures_runs():
+    """Squall's Fig 5h draws the times of Fig 5g's runs; DINER's Tables 3 and 4 draw the
+    buffers of Fig 16's and the online shares of Fig 9's."""
+    assert {f: load_figure(f)["runs_of"] for f in RUNS_OF} == {
+        "squall/fig5h": "squall/fig5g", "diner/table3": "diner/fig16",
+        "diner/table4": "diner/fig9"}
 
 
 @pytest.mark.parametrize("figure_id", RUNS_OF)
