@@ -78,5 +78,8 @@ PARAM_DOCS: dict[str, str] = {
     "c_join": "modeled time of joining one block read in the reactive phase or clean-up",
     "c_arrive": "modeled time of processing one arrival (0: arrivals never wait for the CPU)",
     "n_part": "hash buckets per relation (HMJ, XJoin, RPJ; the paper does not give it)",
-    "fan_in": "segments merged per unit of the merging phase (the paper's F)",
+    "fan_in": "segments merged per unit of the merging phase (the paper's F; PMJ: runs, F/2 "
+              "run pairs)",
+    "n_flush": "tuples RPJ flushes at a time, from the buckets least likely to be probed "
+               "(default one block)",
 }
