@@ -30,6 +30,17 @@ def _unused(name: str, extra: dict) -> None:
         raise ValueError(f"operator {name!r} got unknown parameters: {sorted(extra)}")
 
 
+def _one_site(name: str, joiners: int, band: float | None, extra: dict, *,
+              hash_based: bool, **params) -> Static:
+    """A single-site operator of the DINER paper: one worker running program ``name``."""
+    _unused(name, extra)
+    if joiners != 1:
+        raise ValueError(f"{name} is a single-site operator: joiners=1")
+    if hash_based and band is not None:
+        raise ValueError(f"{name} is hash-based: it cannot run a band join")
+    return Static(OneSiteLayout(), program=name, program_params=params)
+
+
 def dynamic(joiners: int, *, n_r: int, n_s: int, seed: int = 0, controller: str = "exact",
             band: float | None = None, eps: float = 1.0, warmup: int | None = None,
             decide_on: str = "updated", initial: tuple[int, int] | None = None,
@@ -124,14 +135,10 @@ def diner(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     """DINER (paper ``diner``): one site under the memory budget (``budget=`` tuples), the
     Up/Md/Lw flushing policy, ReactiveNL when no tuple arrives for ``wait_thresh`` and the
     clean-up (:mod:`joins.online.programs.diner`). Costs in the arrival times' unit."""
-    _unused("diner", extra)
-    if joiners != 1:
-        raise ValueError("diner is a single-site operator: joiners=1")
-    return Static(OneSiteLayout(), program="diner", program_params=dict(
-        tups_per_block=tups_per_block, max_outer_mem=max_outer_mem, max_new_arr=max_new_arr,
-        wait_thresh=wait_thresh, c_read=c_read, c_write=c_write, c_join=c_join,
-        c_arrive=c_arrive, seed=seed))
-
+    return _one_site("diner", joiners, band, extra, hash_based=False,
+                     tups_per_block=tups_per_block, max_outer_mem=max_outer_mem,
+                     max_new_arr=max_new_arr, wait_thresh=wait_thresh, c_read=c_read,
+                     c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed)
 
 def hmj(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
         controller: str = "exact", band: float | None = None, n_part: int = 100,
@@ -141,15 +148,10 @@ def hmj(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     """Hash-Merge Join (DINER's baseline): ``n_part`` buckets, the largest bucket pair flushed
     as a sorted segment pair, merges of ``fan_in`` segments between arrivals and in the
     clean-up (:mod:`joins.online.programs.hmj`). Equi-joins only, one site."""
-    _unused("hmj", extra)
-    if joiners != 1:
-        raise ValueError("hmj is a single-site operator: joiners=1")
-    if band is not None:
-        raise ValueError("hmj is hash-based: it cannot run a band join")
-    return Static(OneSiteLayout(), program="hmj", program_params=dict(
-        n_part=n_part, fan_in=fan_in, tups_per_block=tups_per_block, wait_thresh=wait_thresh,
-        c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed))
-
+    return _one_site("hmj", joiners, band, extra, hash_based=True,
+                     n_part=n_part, fan_in=fan_in, tups_per_block=tups_per_block,
+                     wait_thresh=wait_thresh, c_read=c_read, c_write=c_write, c_join=c_join,
+                     c_arrive=c_arrive, seed=seed)
 
 def rpj(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
         controller: str = "exact", band: float | None = None, n_part: int = 100,
@@ -160,16 +162,10 @@ def rpj(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     tuples of the bucket least likely to be probed flushed, reactive memory-disk passes or
     merges of ``fan_in`` segment groups chosen by expected output rate, clean-up merges
     (:mod:`joins.online.programs.rpj`). Equi-joins only, one site."""
-    _unused("rpj", extra)
-    if joiners != 1:
-        raise ValueError("rpj is a single-site operator: joiners=1")
-    if band is not None:
-        raise ValueError("rpj is hash-based: it cannot run a band join")
-    return Static(OneSiteLayout(), program="rpj", program_params=dict(
-        n_part=n_part, fan_in=fan_in, n_flush=n_flush, tups_per_block=tups_per_block,
-        wait_thresh=wait_thresh, c_read=c_read, c_write=c_write, c_join=c_join,
-        c_arrive=c_arrive, seed=seed))
-
+    return _one_site("rpj", joiners, band, extra, hash_based=True,
+                     n_part=n_part, fan_in=fan_in, n_flush=n_flush,
+                     tups_per_block=tups_per_block, wait_thresh=wait_thresh, c_read=c_read,
+                     c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed)
 
 def xjoin(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
           controller: str = "exact", band: float | None = None, n_part: int = 100,
@@ -179,26 +175,19 @@ def xjoin(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     """XJoin (DINER's baseline): ``n_part`` buckets, the largest bucket flushed whole, disk
     buckets passed against memory buckets between arrivals, clean-up merges of ``fan_in``
     segment groups (:mod:`joins.online.programs.xjoin`). Equi-joins only, one site."""
-    _unused("xjoin", extra)
-    if joiners != 1:
-        raise ValueError("xjoin is a single-site operator: joiners=1")
-    if band is not None:
-        raise ValueError("xjoin is hash-based: it cannot run a band join")
-    return Static(OneSiteLayout(), program="xjoin", program_params=dict(
-        n_part=n_part, fan_in=fan_in, tups_per_block=tups_per_block, wait_thresh=wait_thresh,
-        c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed))
-
+    return _one_site("xjoin", joiners, band, extra, hash_based=True,
+                     n_part=n_part, fan_in=fan_in, tups_per_block=tups_per_block,
+                     wait_thresh=wait_thresh, c_read=c_read, c_write=c_write, c_join=c_join,
+                     c_arrive=c_arrive, seed=seed)
 
 def pmj(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
         controller: str = "exact", band: float | None = None, fan_in: int = 10,
         tups_per_block: int = 50, wait_thresh: float = 25.0, c_read: float = 0.2,
         c_write: float = 0.2, c_join: float = 0.05, c_arrive: float = 0.0, **extra):
     """Progressive Merge Join (DINER's band-join baseline): both relations' loads sorted and
-    joined when the memory is full, written as run pairs, merged ``fan_in`` at a time after
-    the last arrival (:mod:`joins.online.programs.pmj`). Equi- and band joins, one site."""
-    _unused("pmj", extra)
-    if joiners != 1:
-        raise ValueError("pmj is a single-site operator: joiners=1")
-    return Static(OneSiteLayout(), program="pmj", program_params=dict(
-        fan_in=fan_in, tups_per_block=tups_per_block, wait_thresh=wait_thresh, c_read=c_read,
-        c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed))
+    joined when the memory is full, written as run pairs, merged F/2 pairs at a time (F =
+    ``fan_in`` runs) after the last arrival (:mod:`joins.online.programs.pmj`). Equi- and band joins, one site."""
+    return _one_site("pmj", joiners, band, extra, hash_based=False,
+                     fan_in=fan_in, tups_per_block=tups_per_block, wait_thresh=wait_thresh,
+                     c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive,
+                     seed=seed)
