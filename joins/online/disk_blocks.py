@@ -66,12 +66,7 @@ class BlockDisk:
 
     def read(self, first: int, count: int = 1) -> np.ndarray:
         """Blocks ``first`` .. ``first + count - 1`` (ids from 1), concatenated, key-sorted."""
-        if count < 1:
-            return np.zeros(0, dtype=self.DTYPE)
-        start, last = self.starts[first - 1], first + count - 2
-        n = self.starts[last] + self.sizes[last] - start
-        rows = np.fromfile(self.path, dtype=self.DTYPE, count=n,
-                           offset=start * self.DTYPE.itemsize)
+        rows = self.read_many(list(range(first, first + max(count, 0))))
         return rows[np.argsort(rows["key"], kind="stable")] if count > 1 else rows
 
     def read_many(self, ids: list[int]) -> np.ndarray:
