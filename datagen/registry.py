@@ -23,6 +23,7 @@ GENERATORS: dict[str, str] = {
     "diner_streams": "datagen.diner_streams:generate",  # DINER's timed R and S streams
     "stock_trace": "datagen.stock_trace:generate",  # DINER's CSCO/IPIX stand-in
     "weather_trace": "datagen.weather_trace:generate",  # DINER's weather stand-in
+    "miner_chain": "datagen.miner_chain:generate",  # MINER's chain and star inputs
 }
 
 

@@ -97,6 +97,9 @@ ALGORITHMS: dict[str, Algorithm] = {
                   "Progressive Merge Join: loads sorted and joined when the memory is full, "
                   "run pairs merged after the last arrival; band joins too (DINER's "
                   "baseline)"),
+        Algorithm("miner", "online", "diner", "joins.online.operators:miner", ("inner",),
+                  "MINER: DINER for chain joins of n inputs on different attributes, an index "
+                  "and Up/Md/Lw areas per attribute, odometer ReactiveNL, clean-up"),
     ]
 }
 

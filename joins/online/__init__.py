@@ -226,6 +226,9 @@ def _named(m: pd.DataFrame, names: list[str]) -> pd.DataFrame:
             base, _, i = c.partition("@")
             ren[c] = f"{base}_{names[int(i)]}"
     m = m.rename(columns=ren)
+    for nm in names:  # a worker that never held an input (an empty stream) reports none
+        if f"stored_{nm}" not in m.columns:
+            m[f"stored_{nm}"] = 0
     if "r_stored" not in m.columns:
         m["r_stored"] = m[f"stored_{names[0]}"]
         m["s_stored"] = m[[f"stored_{nm}" for nm in names[1:]]].sum(axis=1)

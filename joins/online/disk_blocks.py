@@ -21,8 +21,10 @@ class BlockDisk:
 
     DTYPE = np.dtype([("key", "f8"), ("tid", "i8"), ("ats", "i8"), ("dts", "i8"),
                       ("last", "i8")])
+    DTYPE2 = np.dtype(DTYPE.descr + [("key2", "f8")])  # a second join attribute (MINER)
 
-    def __init__(self, folder: str | None, name: str) -> None:
+    def __init__(self, folder: str | None, name: str, second_key: bool = False) -> None:
+        self.dtype = self.DTYPE2 if second_key else self.DTYPE
         self.folder = folder
         self.name = name
         self.sizes: list[int] = []  # tuples per block, block id - 1
@@ -47,10 +49,12 @@ class BlockDisk:
         return os.path.join(self.folder, f"{self.name}.blocks")
 
     def append(self, key: np.ndarray, tid: np.ndarray, ats: np.ndarray, dts: np.ndarray,
-               last: np.ndarray | None = None) -> int:
+               last: np.ndarray | None = None, key2: np.ndarray | None = None) -> int:
         """Write a block (sorted here on the key, stable); returns its id (from 1)."""
         order = np.argsort(key, kind="stable")
-        rows = np.empty(len(key), dtype=self.DTYPE)
+        rows = np.empty(len(key), dtype=self.dtype)
+        if key2 is not None:
+            rows["key2"] = key2[order]
         rows["key"], rows["tid"] = key[order], tid[order]
         rows["ats"], rows["dts"] = ats[order], dts[order]
         rows["last"] = -1 if last is None else last[order]
@@ -73,12 +77,12 @@ class BlockDisk:
         """Whole blocks ``ids`` (0: none), concatenated in the order given (each key-sorted,
         the whole not), read into one buffer through one handle."""
         ids = [i for i in ids if i]
-        out = np.empty(sum(self.sizes[i - 1] for i in ids), dtype=self.DTYPE)
+        out = np.empty(sum(self.sizes[i - 1] for i in ids), dtype=self.dtype)
         if not len(out):
             return out
         if self._reader is None:
             self._reader = open(self.path, "rb")  # noqa: SIM115 (kept open between reads)
-        view, pos, width = memoryview(out).cast("B"), 0, self.DTYPE.itemsize
+        view, pos, width = memoryview(out).cast("B"), 0, self.dtype.itemsize
         for i in ids:
             n = self.sizes[i - 1] * width
             self._reader.seek(self.starts[i - 1] * width)

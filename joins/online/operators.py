@@ -24,6 +24,8 @@ from joins.online.layouts import (
     square_mapping,
 )
 
+_ONE_SITE_PARAMS = ("tups_per_block", "wait_thresh", "c_read", "c_write", "c_join", "c_arrive")
+
 
 def _unused(name: str, extra: dict) -> None:
     if extra:
@@ -37,7 +39,7 @@ def _one_site(name: str, joiners: int, band: float | None, extra: dict, *,
     if joiners != 1:
         raise ValueError(f"{name} is a single-site operator: joiners=1")
     if hash_based and band is not None:
-        raise ValueError(f"{name} is hash-based: it cannot run a band join")
+        raise ValueError(f"{name} joins on equality only: it cannot run a band join")
     return Static(OneSiteLayout(), program=name, program_params=params)
 
 
@@ -98,12 +100,23 @@ def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
 
 def mjoin(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
           controller: str = "exact", band: float | None = None, graph=None,
-          groups: int | None = None, **extra):
+          groups: int | None = None, flushing: str | None = None, **extra):
     """MJoin: an n-way symmetric hash join - a new tuple probes the other inputs' stored tuples
     (the smallest candidate first: a stand-in for selectivity, the paper's order), then is
     stored. Hash-partitioned on the shared attribute when every edge uses one (``groups``
     partition groups over the J workers); on one worker otherwise (a join on several
-    attributes cannot be split on one of them without replication)."""
+    attributes cannot be split on one of them without replication). ``flushing="coordinated"``:
+    the DINER paper's MJoin baseline, one site under the memory budget whose largest hash
+    bucket (``n_part`` of them) leaves every input at once
+    (:class:`joins.online.programs.miner.MJoinCoordinated`)."""
+    if flushing is not None:  # DINER's Fig 22 baseline: one site under a memory budget
+        if flushing != "coordinated":
+            raise ValueError(f"mjoin's flushing is 'coordinated' or none, got {flushing!r}")
+        if graph is not None and not graph.shared:
+            raise ValueError("mjoin's coordinated flushing needs one shared join attribute")
+        params = {k: extra.pop(k) for k in _ONE_SITE_PARAMS + ("n_part",) if k in extra}
+        return _one_site("mjoin_flush", joiners, band, extra, hash_based=True, seed=seed,
+                         **params)
     _unused("mjoin", extra)
     if graph is not None and not graph.shared:
         if joiners != 1:
@@ -191,3 +204,18 @@ def pmj(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
                      fan_in=fan_in, tups_per_block=tups_per_block, wait_thresh=wait_thresh,
                      c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive,
                      seed=seed)
+
+
+def miner(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
+          controller: str = "exact", band: float | None = None, graph=None,
+          tups_per_block: int = 50, max_outer_mem: int = 19, max_new_arr: int = 1000,
+          wait_thresh: float = 25.0, c_read: float = 0.2, c_write: float = 0.2,
+          c_join: float = 0.05, c_arrive: float = 0.0, **extra):
+    """MINER (paper ``diner``, section 4): DINER for chain joins of n inputs on different
+    attributes (``on="R1.a1=R2.a1,R2.a2=R3.a2,..."``, inputs in chain order), one site under the
+    memory budget, an index and Up/Md/Lw areas per join attribute, the odometer reactive phase
+    and the clean-up (:mod:`joins.online.programs.miner`). Equality joins."""
+    return _one_site("miner", joiners, band, extra, hash_based=True,
+                     tups_per_block=tups_per_block, max_outer_mem=max_outer_mem,
+                     max_new_arr=max_new_arr, wait_thresh=wait_thresh, c_read=c_read,
+                     c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed)

@@ -22,6 +22,8 @@ PROGRAMS: dict[str, str] = {
     "rpj": "joins.online.programs.rpj:RateBasedProgressive",  # RPJ (DINER's baseline)
     "xjoin": "joins.online.programs.xjoin:XJoin",  # XJoin (DINER's baseline)
     "pmj": "joins.online.programs.pmj:ProgressiveMerge",  # PMJ (DINER's band-join baseline)
+    "miner": "joins.online.programs.miner:Miner",  # MINER: DINER for chain joins
+    "mjoin_flush": "joins.online.programs.miner:MJoinCoordinated",  # MJoin, coordinated flush
 }
 
 

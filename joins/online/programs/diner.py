@@ -57,6 +57,26 @@ REGIONS = ("up", "lw", "md")
 NEVER = np.iinfo(np.int64).max  # DTS of a tuple still in memory
 
 
+def clock_sweep(bit: np.ndarray, visit: np.ndarray, need: int) -> tuple[np.ndarray, int | None]:
+    """The middle region's clock (Alg 2): over positions ``visit`` of ``bit`` in hand order,
+    evict up to ``need`` tuples whose join bit is clear, clearing the bits it passes; when too
+    few are clear, a second pass evicts in order. Returns the evicted positions (sorted) and
+    the position the hand stops at (None: past the end)."""
+    bits = bit[visit]
+    zero = np.flatnonzero(~bits)
+    if len(zero) >= need:  # one pass: clear the bits passed over, evict the zeros
+        stop = zero[need - 1] + 1
+        bit[visit[:stop]] = False
+        chosen = visit[zero[:need]]
+    else:  # every bit cleared on the first pass; the second evicts in order
+        bit[visit] = False
+        second = np.flatnonzero(bits)[:need - len(zero)]
+        chosen = np.concatenate([visit[zero], visit[second]])
+        stop = int(second[-1]) + 1 if len(second) else len(visit)
+    nxt = int(visit[stop]) if stop < len(visit) else None
+    return np.sort(chosen), nxt
+
+
 class Memory:
     """One relation's in-memory tuples, sorted on the key (ties in arrival order)."""
 
@@ -245,21 +265,9 @@ class Diner(SingleSite):
             lo, hi = np.searchsorted(m.key, hk, "left"), np.searchsorted(m.key, hk, "right")
             pos = int(lo + np.searchsorted(m.ats[lo:hi], ha, "left"))
             start = int(np.clip(pos - lw_end, 0, len(span))) % len(span)
-        visit = np.roll(span, -start)
-        bits = m.bit[visit]
-        zero = np.flatnonzero(~bits)
-        if len(zero) >= need:  # one pass: clear the bits passed over, evict the zeros
-            stop = zero[need - 1] + 1
-            m.bit[visit[:stop]] = False
-            chosen = visit[zero[:need]]
-        else:  # every bit cleared on the first pass; the second evicts in order
-            m.bit[visit] = False
-            second = np.flatnonzero(bits)[:need - len(zero)]
-            chosen = np.concatenate([visit[zero], visit[second]])
-            stop = int(second[-1]) + 1 if len(second) else len(visit)
-        nxt = visit[stop] if stop < len(visit) else None
+        chosen, nxt = clock_sweep(m.bit, np.roll(span, -start), need)
         ws.hand[rel] = None if nxt is None else (float(m.key[nxt]), int(m.ats[nxt]))
-        return np.sort(chosen)
+        return chosen
 
     def _set_bounds(self, ws, rel: int, which: set[int]) -> None:
         """After a flush of Up (Lw), the largest LastUpVal (smallest LastLwVal) that leaves a

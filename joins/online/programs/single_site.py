@@ -30,6 +30,7 @@ class SingleSiteState(WorkerBase):
     pend_rel: np.ndarray = field(default_factory=lambda: EMPTY_I)
     pend_key: np.ndarray = field(default_factory=lambda: np.zeros(0))
     pend_tid: np.ndarray = field(default_factory=lambda: EMPTY_I)
+    pend_attrs: np.ndarray | None = None  # n-way programs: every join attribute per arrival
     horizon: float = -np.inf  # arrivals before it are all delivered
     clock: float = -np.inf  # virtual time the operator is busy until
     reactive_mode: bool = False
@@ -64,6 +65,10 @@ class SingleSite(Program):
 
     def arrive(self, ws, cfg, c, out, rel: int, key: float, tid: int) -> None:
         raise NotImplementedError
+
+    def joins_nothing(self, rel: int, key) -> bool:
+        """A tuple with a null join attribute matches nothing: counted, never stored."""
+        return bool(np.isnan(key))
 
     def work_left(self, ws) -> bool:
         """Whether a reactive unit has anything to do."""
@@ -105,8 +110,12 @@ class SingleSite(Program):
     def deliver(self, ws, d, ctx, c, out):
         cfg = ctx.config
         if not ws.disk:  # one disk partition per relation, in the run's spill folder
-            ws.disk = [self.new_disk(cfg, ws, str(r)) for r in (0, 1)]
+            ws.disk = [self.new_disk(cfg, ws, str(r)) for r in range(cfg.inputs)]
         order = np.argsort(d.seq, kind="stable")
+        if self.inputs != 2:  # n-way: every join attribute of the arrivals
+            attrs = (d.attrs if d.attrs is not None else d.key[:, None])[order].astype(float)
+            ws.pend_attrs = attrs if ws.pend_attrs is None else \
+                np.concatenate([ws.pend_attrs, attrs])
         t = (d.ts if d.ts is not None else d.seq.astype(float))[order]
         ws.pend_t = np.concatenate([ws.pend_t, t])
         ws.pend_rel = np.concatenate([ws.pend_rel, d.rel[order].astype(np.int64)])
@@ -192,10 +201,12 @@ class SingleSite(Program):
         rel, key, tid = int(ws.pend_rel[0]), float(ws.pend_key[0]), int(ws.pend_tid[0])
         ws.pend_t, ws.pend_rel, ws.pend_key, ws.pend_tid = (
             ws.pend_t[1:], ws.pend_rel[1:], ws.pend_key[1:], ws.pend_tid[1:])
+        if ws.pend_attrs is not None:  # n-way: the arrival's join attributes
+            key, ws.pend_attrs = ws.pend_attrs[0], ws.pend_attrs[1:]
         ws.stats["buffer_max"] = max(ws.stats["buffer_max"], self.buffered(ws) + 1)
         ws.events += 1
         ws.clock += self.c_arrive
-        if np.isnan(key):
+        if self.joins_nothing(rel, key):
             return  # a null key joins nothing: never stored
         c["probes"] += 1
         self.arrive(ws, cfg, c, out, rel, key, tid)

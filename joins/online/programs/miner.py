@@ -1,0 +1,621 @@
+"""MINER (Bornea et al., TKDE, section 4; paper ``diner``): DINER for chain joins of n inputs,
+``R1 a1 R2 a2 R3 ... Rn`` on a different attribute per link, as a worker program; and MJoin's
+coordinated flushing (the paper's Fig 22 baseline) on the same machinery.
+
+One worker holds the operator (the single-site loop of
+:mod:`joins.online.programs.single_site`): per relation its in-memory tuples with a key-sorted
+index per join attribute (a middle relation of the chain has two), per index the Up/Md/Lw
+areas with their boundaries and Joins counters, one disk partition per relation (blocks of
+real files carrying both attributes) and the virtual clock.
+
+* **Arriving phase**: an arrival joins the other relations' in-memory tuples along the chain
+  (results now, phase ``arriving``); every tuple of a result sets its join bit and credits the
+  result to its area on each of its indexes (footnote 2: the counters count final results);
+  blocks are flushed while the memory would pass the budget; the tuple is indexed.
+* **Flushing**: the victim relation holds the most tuples in memory; its area with the
+  smallest benefit over all its indexes gives the block (then the next-lowest, as DINER), Up
+  and Lw from the index's ends, Md by DINER's clock over the join bits. The flushed tuples
+  leave every index of the relation, so the other index's areas shrink with them; the
+  relation's Joins counters restart and the flushed index's boundaries move as DINER's do.
+* **Reactive phase** (section 4.2): one relation is the outer (batches of up to
+  ``max_outer_mem`` blocks), every other an inner with one block in memory, visited like an
+  odometer: the inners on the outer's left (nearest first) are the slow digits, those on its
+  right (nearest first) the fast ones, the right sequence having priority as in the paper's
+  Fig 5 example. One unit joins the outer batch with the current block of every inner and
+  then checks for new input (after each block of the innermost relation). Which block
+  combinations are joined is kept as boxes (a block range per relation): a round covers every
+  disk block present when it starts, split into one box per relation whose blocks are new
+  since the last round (that relation is the box's outer, over its new blocks; relations
+  before it in chain order take only their old blocks, those after it all of theirs), so the
+  boxes never overlap: the generalisation of DINER's role change (the paper's text for it is
+  garbled). Combinations whose tuples' [ATS, DTS] intervals all overlap met in memory and are
+  skipped (``max(ATS) <= min(DTS)``).
+* **Clean-up**: every in-memory tuple is flushed; what the reactive phase had not joined
+  (the rest of its box, the queued boxes, a last round) is joined box by box, each box's
+  blocks read once, with the same skip.
+
+Choices (written in the figure configs too): the probe order by selectivity estimates
+(LocalJoins) orders index look-ups to stop early; it changes no result and the time model does
+not charge look-ups (``c_arrive`` per arrival), so the look-ups are made in chain order and
+the estimates are not kept. A flushed block may hold fewer than ``tups_per_block`` tuples when
+one tuple sits in two chosen areas (the memory loop flushes again). Equality joins only (the
+paper's multi-way experiments). Time model as DINER's: ``c_write`` per block written,
+``c_read`` per block read, ``c_join`` per unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from joins.online.disk_blocks import BlockDisk
+from joins.online.kernel import EMPTY_I, expand
+from joins.online.programs.diner import clock_sweep
+from joins.online.programs.single_site import SingleSite, SingleSiteState
+
+UP, LW, MD = 0, 1, 2
+REGIONS = ("up", "lw", "md")
+NEVER = np.iinfo(np.int64).max  # DTS of a tuple still in memory
+CHUNK = 2000  # clean-up: outer tuples joined at a time (bounds the combinations in memory)
+
+
+def chain_of(cfg) -> tuple[list[int | None], list[int | None]]:
+    """Per input, the attribute slot joining its left and its right neighbour (inputs in
+    chain order: an edge links input i and i + 1)."""
+    n = cfg.inputs
+    left: list[int | None] = [None] * n
+    right: list[int | None] = [None] * n
+    for a, sa, b, sb in cfg.edges:
+        if b == a + 1:
+            right[a], left[b] = sa, sb
+        elif a == b + 1:
+            right[b], left[a] = sb, sa
+        else:
+            raise ValueError("MINER joins chains: name the inputs in chain order, each joined "
+                             "to the next (R1.a1=R2.a1, R2.a2=R3.a2, ...)")
+    if len(cfg.edges) != n - 1 or any(right[i] is None for i in range(n - 1)):
+        raise ValueError("MINER joins chains: exactly one edge between consecutive inputs")
+    return left, right
+
+
+class Tuples:
+    """A set of one relation's tuples (memory, a block, a batch) with a sorted index per
+    attribute slot, built on demand."""
+
+    def __init__(self, vals, tid, ats, dts=None, index: dict | None = None) -> None:
+        self.vals, self.tid, self.ats, self.dts = vals, tid, ats, dts
+        self._index = index if index is not None else {}
+
+    def __len__(self) -> int:
+        return len(self.tid)
+
+    def index(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
+        if slot not in self._index:
+            order = np.argsort(self.vals[:, slot], kind="stable")
+            self._index[slot] = (self.vals[order, slot], order)
+        return self._index[slot]
+
+    @classmethod
+    def of_rows(cls, rows: np.ndarray, width: int) -> Tuples:
+        """Disk rows (BlockDisk's record array) as a set."""
+        vals = np.stack([rows["key"]] + ([rows["key2"]] if width > 1 else []), axis=1)
+        return cls(vals, rows["tid"], rows["ats"], rows["dts"])
+
+
+def chain_combos(sets: list[Tuples], anchor: int, left, right,
+                 anchor_rows: np.ndarray | None = None) -> dict[int, np.ndarray]:
+    """Every combination of one tuple per set that matches along the chain, grown from the
+    anchor set outwards: per input, the combination's row in its set."""
+    rows = np.arange(len(sets[anchor])) if anchor_rows is None else anchor_rows
+    combo = {anchor: rows}
+    steps = [(k - 1, right[k - 1], k, left[k]) for k in range(anchor + 1, len(sets))] + \
+        [(k + 1, left[k + 1], k, right[k]) for k in range(anchor - 1, -1, -1)]
+    for frm, fslot, to, tslot in steps:
+        if not len(combo[anchor]):
+            break
+        keys, order = sets[to].index(tslot)
+        v = sets[frm].vals[combo[frm], fslot]
+        pi, si = expand(np.searchsorted(keys, v, "left"), np.searchsorted(keys, v, "right"))
+        combo = {k: r[pi] for k, r in combo.items()}
+        combo[to] = order[si]
+    if len(combo) < len(sets):
+        return {k: EMPTY_I for k in range(len(sets))}
+    return combo
+
+
+def not_met(sets: list[Tuples], combo: dict[int, np.ndarray]) -> np.ndarray:
+    """Which combinations did not meet in memory (their [ATS, DTS] do not all overlap)."""
+    n = len(sets)
+    latest = np.max([sets[k].ats[combo[k]] for k in range(n)], axis=0)
+    earliest = np.min([sets[k].dts[combo[k]] for k in range(n)], axis=0)
+    return latest > earliest
+
+
+class ChainMemory:
+    """One relation's in-memory tuples: a table of rows and a key-sorted index per attribute
+    (equal keys in arrival order)."""
+
+    def __init__(self, width: int) -> None:
+        self.vals = np.zeros((0, width))
+        self.tid, self.ats = EMPTY_I, EMPTY_I
+        self.bit = np.zeros(0, bool)
+        self.keys = [np.zeros(0) for _ in range(width)]
+        self.rows = [EMPTY_I for _ in range(width)]
+
+    def __len__(self) -> int:
+        return len(self.tid)
+
+    @property
+    def width(self) -> int:
+        return self.vals.shape[1]
+
+    def tuples(self) -> Tuples:
+        return Tuples(self.vals, self.tid, self.ats,
+                      index={a: (self.keys[a], self.rows[a]) for a in range(self.width)})
+
+    def insert(self, vals: np.ndarray, tid: int, ats: int, bit: bool) -> None:
+        row = len(self.tid)
+        self.vals = np.concatenate([self.vals, vals[None, :]])
+        self.tid = np.append(self.tid, tid)
+        self.ats = np.append(self.ats, ats)
+        self.bit = np.append(self.bit, bit)
+        for a in range(self.width):
+            i = int(np.searchsorted(self.keys[a], vals[a], "right"))
+            self.keys[a] = np.insert(self.keys[a], i, vals[a])
+            self.rows[a] = np.insert(self.rows[a], i, row)
+
+    def remove(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Take ``rows`` out of the table and every index; returns their vals, tid, ats."""
+        out = self.vals[rows], self.tid[rows], self.ats[rows]
+        keep = np.ones(len(self.tid), bool)
+        keep[rows] = False
+        renumber = np.cumsum(keep) - 1
+        for a in range(self.width):
+            k = keep[self.rows[a]]
+            self.keys[a], self.rows[a] = self.keys[a][k], renumber[self.rows[a][k]]
+        self.vals, self.tid, self.ats, self.bit = (self.vals[keep], self.tid[keep],
+                                                   self.ats[keep], self.bit[keep])
+        return out
+
+
+@dataclass
+class Box:
+    """Block combinations to join: per relation the block ids in (lo, hi]; ``outer`` is the
+    relation read in batches."""
+
+    outer: int
+    lo: list[int]
+    hi: list[int]
+
+    def empty(self) -> bool:
+        return any(h <= lo for lo, h in zip(self.lo, self.hi, strict=True))
+
+
+@dataclass
+class Odometer:
+    """The reactive phase's position: the box being joined, its loaded outer batch (block ids
+    (batch_lo, batch_hi]) and the next inner block of each inner relation."""
+
+    box: Box | None = None
+    queue: list = field(default_factory=list)  # boxes of the current round still to join
+    limits: list = field(default_factory=list)  # blocks per relation covered by the rounds
+    next_outer: int = 0  # last outer block of the box joined with everything (batch start)
+    batch: tuple[int, int] | None = None
+    loaded: Tuples | None = None
+    pos: dict = field(default_factory=dict)  # inner relation -> current block id
+    blocks: dict = field(default_factory=dict)  # inner relation -> (block id, Tuples)
+
+
+@dataclass
+class MinerState(SingleSiteState):
+    mem: list = field(default_factory=list)  # ChainMemory per relation
+    joins: list = field(default_factory=list)  # per relation: (attributes, 3) Joins counters
+    lw: list = field(default_factory=list)  # per relation: LastLwVal per attribute
+    up: list = field(default_factory=list)  # per relation: LastUpVal per attribute
+    hand: dict = field(default_factory=dict)  # (relation, attribute) -> clock hand (key, ats)
+    odo: Odometer = field(default_factory=Odometer)
+
+
+class Miner(SingleSite):
+    name = "miner"
+    inputs = None
+    edges = True
+    state = MinerState
+    stat_names = ("flushed_up", "flushed_lw", "flushed_md", "index_entries_max")
+
+    def __init__(self, tups_per_block: int = 50, max_outer_mem: int = 19,
+                 max_new_arr: int = 1000, wait_thresh: float = 25.0, c_read: float = 0.2,
+                 c_write: float = 0.2, c_join: float = 0.05, c_arrive: float = 0.0,
+                 seed: int = 0) -> None:
+        super().__init__(tups_per_block=tups_per_block, wait_thresh=wait_thresh,
+                         c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive,
+                         seed=seed)
+        if max_outer_mem < 1 or max_new_arr < 0:
+            raise ValueError("max_outer_mem must be >= 1 and max_new_arr >= 0")
+        self.max_outer_mem, self.max_new_arr = max_outer_mem, max_new_arr
+
+    # --- set-up ---------------------------------------------------------------------------------
+
+    def _widths(self, cfg) -> list[int]:
+        left, right = chain_of(cfg)
+        return [1 + max(s for s in (lt, rt) if s is not None) for lt, rt in zip(left, right,
+                                                                             strict=True)]
+
+    def _setup(self, ws, cfg) -> None:
+        if ws.mem:
+            return
+        if getattr(cfg.kernel, "name", "equi") != "equi":
+            raise ValueError(f"{self.name} joins on equality only")
+        widths = self._widths(cfg)
+        ws.mem = [ChainMemory(w) for w in widths]
+        ws.joins = [np.zeros((w, 3)) for w in widths]
+        ws.lw = [np.full(w, -np.inf) for w in widths]
+        ws.up = [np.full(w, np.inf) for w in widths]
+        ws.odo.limits = [0] * len(widths)
+
+    def new_disk(self, cfg, ws, name):
+        return BlockDisk(cfg.spill_dir, f"w{ws.wid}-{self.name}-{name}",
+                         second_key=self._widths(cfg)[int(name)] > 1)
+
+    def deliver(self, ws, d, ctx, c, out):
+        self._setup(ws, ctx.config)
+        self._w = self._widths(ctx.config)  # the relations' attributes, for joins_nothing
+        super().deliver(ws, d, ctx, c, out)
+
+    def joins_nothing(self, rel, key):
+        return bool(np.isnan(key[:self._w[rel]]).any())
+
+    def in_memory(self, ws):
+        return tuple(len(m) for m in ws.mem)
+
+    # --- arriving phase -------------------------------------------------------------------------
+
+    def arrive(self, ws, cfg, c, out, rel, key, tid):
+        left, right = chain_of(cfg)
+        m = ws.mem[rel]
+        vals = np.asarray(key[:m.width], float)
+        sets = [x.tuples() for x in ws.mem]
+        sets[rel] = Tuples(vals[None, :], np.array([tid]), np.array([ws.events]))
+        combo = chain_combos(sets, rel, left, right)
+        n = len(combo[rel])
+        if n:
+            for k in range(len(sets)):
+                if k != rel:
+                    ws.mem[k].bit[combo[k]] = True
+            pairs = cfg.want_pairs or cfg.pairs_dir
+            out.add(n, *((sets[k].tid[combo[k]] for k in range(len(sets))) if pairs else ()),
+                    phase="arriving")
+            for k in range(len(sets)):
+                self._credit(ws, k, sets[k].vals[combo[k]])
+        budget = cfg.budget_tuples
+        if budget is not None:
+            while sum(self.in_memory(ws)) + self.buffered(ws) + 1 > budget and \
+                    sum(self.in_memory(ws)):
+                self._flush(ws)
+        m.insert(vals, tid, ws.events, n > 0)
+        entries = sum(len(x) * x.width for x in ws.mem)
+        ws.stats["index_entries_max"] = max(ws.stats["index_entries_max"], entries)
+
+    def _region(self, ws, rel: int, a: int, v: np.ndarray) -> np.ndarray:
+        return np.where(v >= ws.up[rel][a], UP, np.where(v <= ws.lw[rel][a], LW, MD))
+
+    def _credit(self, ws, rel: int, vals: np.ndarray) -> None:
+        """Each result once to its tuple's area on every index of the relation."""
+        for a in range(vals.shape[1]):
+            ws.joins[rel][a] += np.bincount(self._region(ws, rel, a, vals[:, a]), minlength=3)
+
+    # --- flushing -------------------------------------------------------------------------------
+
+    def _bounds(self, ws, rel: int, a: int) -> tuple[int, int]:
+        k = ws.mem[rel].keys[a]
+        return (int(np.searchsorted(k, ws.lw[rel][a], "right")),
+                int(np.searchsorted(k, ws.up[rel][a], "left")))
+
+    def _flush(self, ws) -> None:
+        """One block of the victim relation's lowest-benefit areas (over all its indexes)."""
+        sizes = self.in_memory(ws)
+        rel = int(np.argmax(sizes))
+        m = ws.mem[rel]
+        areas = []
+        for a in range(m.width):
+            lw_end, up_start = self._bounds(ws, rel, a)
+            tups = (len(m) - up_start, lw_end, max(0, up_start - lw_end))
+            for r in (UP, LW, MD):
+                if tups[r]:
+                    areas.append((ws.joins[rel][a][r] / tups[r], r, a))
+        first = not np.isfinite(ws.lw[rel]).any() and not np.isfinite(ws.up[rel]).any()
+        chosen = EMPTY_I
+        flushed: set[tuple[int, int]] = set()
+        for _, r, a in sorted(areas):
+            need = self.block - len(chosen)
+            if need <= 0:
+                break
+            idx = self._pick(ws, rel, a, r, need, chosen)
+            if len(idx):
+                chosen = np.concatenate([chosen, idx])
+                flushed.add((a, r))
+                ws.stats[f"flushed_{REGIONS[r]}"] += len(idx)
+        vals, tid, ats = m.remove(np.unique(chosen))
+        self._write(ws, rel, vals, tid, ats)
+        ws.joins[rel][:] = 0
+        for a in range(m.width):
+            self._set_bounds(ws, rel, a, {UP, LW} if first else
+                             {r for aa, r in flushed if aa == a})
+
+    def _write(self, ws, rel: int, vals, tid, ats) -> None:
+        ws.disk[rel].append(vals[:, 0], tid, ats, np.full(len(tid), ws.events),
+                            key2=vals[:, 1] if vals.shape[1] > 1 else None)
+        ws.stats["blocks_written"] += 1
+        ws.clock += self.c_write
+
+    def _pick(self, ws, rel: int, a: int, region: int, need: int,
+              taken: np.ndarray) -> np.ndarray:
+        """Up to ``need`` rows of an area not ``taken`` yet: the largest (Up) or smallest (Lw)
+        keys of index ``a``, or DINER's clock over the middle area's join bits."""
+        m = ws.mem[rel]
+        lw_end, up_start = self._bounds(ws, rel, a)
+        rows = m.rows[a]
+        if region == UP:
+            cand = rows[up_start:][::-1]
+            return cand[~np.isin(cand, taken)][:need]
+        if region == LW:
+            cand = rows[:lw_end]
+            return cand[~np.isin(cand, taken)][:need]
+        span = rows[lw_end:up_start]
+        hand = ws.hand.get((rel, a))
+        if hand is None:  # the first clock run starts at a random middle tuple
+            start = int(np.random.default_rng([ws.seed, rel, a]).integers(len(span)))
+        else:
+            hk, ha = hand
+            keys = m.keys[a]
+            lo, hi = np.searchsorted(keys, hk, "left"), np.searchsorted(keys, hk, "right")
+            pos = int(lo + np.searchsorted(m.ats[rows[lo:hi]], ha, "left"))
+            start = int(np.clip(pos - lw_end, 0, len(span))) % len(span)
+        visit = np.roll(span, -start)
+        visit = visit[~np.isin(visit, taken)]
+        if not len(visit):
+            return EMPTY_I
+        chosen, nxt = clock_sweep(m.bit, visit, need)
+        ws.hand[(rel, a)] = None if nxt is None else (float(m.vals[nxt, a]), int(m.ats[nxt]))
+        return chosen
+
+    def _set_bounds(self, ws, rel: int, a: int, which: set[int]) -> None:
+        """DINER's boundaries (2.5) on index ``a``: a block's worth left in Up (Lw)."""
+        k = ws.mem[rel].keys[a]
+        if len(k) < 2 * self.block:
+            ws.lw[rel][a], ws.up[rel][a] = -np.inf, np.inf
+            return
+        if UP in which:
+            ws.up[rel][a] = float(k[len(k) - self.block])
+        if LW in which:
+            ws.lw[rel][a] = float(k[self.block - 1])
+        if ws.lw[rel][a] >= ws.up[rel][a]:
+            below = k[k < ws.up[rel][a]]
+            ws.lw[rel][a] = float(below[-1]) if len(below) else -np.inf
+
+    # --- reactive phase -------------------------------------------------------------------------
+
+    def _round(self, ws) -> list[Box]:
+        """Boxes covering every block combination not covered by the earlier rounds."""
+        odo, n = ws.odo, len(ws.disk)
+        have = [len(d) for d in ws.disk]
+        old = odo.limits
+        boxes = []
+        for j in range(n):
+            if have[j] > old[j]:
+                lo = [0] * n
+                hi = [old[i] if i < j else have[i] for i in range(n)]
+                lo[j] = old[j]
+                box = Box(j, lo, hi)
+                if not box.empty():
+                    boxes.append(box)
+        odo.limits = have
+        return boxes
+
+    def _digits(self, box: Box) -> list[int]:
+        """Inner relations, slow digit first: the left sequence, then the right (priority)."""
+        o = box.outer
+        return list(range(o - 1, -1, -1)) + list(range(o + 1, len(box.lo)))
+
+    def _next_box(self, ws) -> bool:
+        odo = ws.odo
+        while odo.box is None:
+            if not odo.queue:
+                if not all(len(d) for d in ws.disk) or \
+                        all(len(d) <= lim for d, lim in zip(ws.disk, odo.limits, strict=True)):
+                    return False
+                odo.queue = self._round(ws)
+                continue
+            odo.box = odo.queue.pop(0)
+            odo.next_outer, odo.batch, odo.loaded = odo.box.lo[odo.box.outer], None, None
+        return True
+
+    def work_left(self, ws):
+        odo = ws.odo
+        if odo.box is not None or odo.queue:
+            return True
+        return bool(ws.disk) and all(len(d) for d in ws.disk) and \
+            any(len(d) > lim for d, lim in zip(ws.disk, odo.limits, strict=True))
+
+    def _batch_cap(self, ws, cfg) -> int:
+        cap = self.max_outer_mem
+        if cfg.budget_tuples is not None:
+            cap = min(cap, max(1, cfg.budget_tuples // self.block - (len(ws.disk) - 1)))
+        return cap
+
+    def hand_over(self, ws, cfg, buffered):
+        return buffered > self.max_new_arr or not self._room_for_a_unit(ws, cfg)
+
+    def on_hand_over(self, ws):
+        ws.odo.loaded, ws.odo.blocks = None, {}  # they leave memory; the position stays
+
+    def _room_for_a_unit(self, ws, cfg) -> bool:
+        if cfg.budget_tuples is None:
+            return True
+        odo = ws.odo
+        batch = self.block * (odo.batch[1] - odo.batch[0] if odo.batch is not None else
+                              self._batch_cap(ws, cfg))
+        need = batch + self.block * (len(ws.disk) - 1)
+        self._make_room(ws, cfg, need)
+        if sum(self.in_memory(ws)) + self.buffered(ws) + need > cfg.budget_tuples:
+            return False
+        self.used(ws, need)
+        return True
+
+    def _make_room(self, ws, cfg, need: int) -> None:
+        budget = cfg.budget_tuples
+        while budget is not None and sum(self.in_memory(ws)) + self.buffered(ws) + need > \
+                budget and sum(self.in_memory(ws)):
+            self._flush(ws)
+
+    def _read(self, ws, cfg, rel: int, first: int, count: int) -> Tuples:
+        ws.stats["blocks_read"] += count
+        ws.clock += count * self.c_read
+        return Tuples.of_rows(ws.disk[rel].read(first, count), ws.mem[rel].width)
+
+    def reactive_unit(self, ws, cfg, c, out, phase):
+        """One unit: the outer batch with the current block of every inner relation."""
+        odo = ws.odo
+        left, right = chain_of(cfg)
+        if not self._next_box(ws):
+            return False
+        box = odo.box
+        o = box.outer
+        digits = self._digits(box)
+        if odo.batch is None:
+            if odo.next_outer >= box.hi[o]:
+                odo.box = None
+                return True
+            size = min(self._batch_cap(ws, cfg), box.hi[o] - odo.next_outer)
+            odo.batch = (odo.next_outer, odo.next_outer + size)
+            odo.pos = {k: box.lo[k] + 1 for k in digits}
+            odo.loaded, odo.blocks = None, {}
+        if odo.loaded is None:  # a new batch, or the batch again after a handover
+            size = odo.batch[1] - odo.batch[0]
+            self._make_room(ws, cfg, (size + len(digits)) * self.block)
+            odo.loaded = self._read(ws, cfg, o, odo.batch[0] + 1, size)
+        sets: list = [None] * len(box.lo)
+        sets[o] = odo.loaded
+        for k in digits:
+            if odo.blocks.get(k, (0,))[0] != odo.pos[k]:
+                odo.blocks[k] = (odo.pos[k], self._read(ws, cfg, k, odo.pos[k], 1))
+            sets[k] = odo.blocks[k][1]
+        ws.clock += self.c_join  # (the memory it uses was counted by _room_for_a_unit)
+        c["probes"] += sum(len(sets[k]) for k in digits)
+        self._emit(cfg, out, sets, chain_combos(sets, o, left, right), phase)
+        for k in reversed(digits):  # the odometer: the fastest digit first
+            odo.pos[k] += 1
+            if odo.pos[k] <= box.hi[k]:
+                break
+            odo.pos[k] = box.lo[k] + 1
+        else:  # every inner combination done: the next outer batch
+            odo.next_outer = odo.batch[1]
+            odo.batch, odo.loaded = None, None
+        return True
+
+    def _emit(self, cfg, out, sets, combo, phase) -> None:
+        if not len(combo[0]):
+            return
+        keep = not_met(sets, combo)
+        count = int(keep.sum())
+        if not count:
+            return
+        pairs = cfg.want_pairs or cfg.pairs_dir
+        out.add(count, *((sets[k].tid[combo[k][keep]] for k in range(len(sets)))
+                         if pairs else ()), phase=phase)
+
+    # --- clean-up -------------------------------------------------------------------------------
+
+    def _rest(self, ws) -> list[Box]:
+        """What the interrupted box still has to join, as boxes."""
+        odo, box = ws.odo, ws.odo.box
+        if box is None:
+            return []
+        o, rest = box.outer, []
+        if odo.batch is not None:
+            digits = self._digits(box)
+            for i, d in enumerate(digits + [None]):  # the odometer's remaining positions
+                lo, hi = list(box.lo), list(box.hi)
+                lo[o], hi[o] = odo.batch
+                for k in digits[:i]:
+                    lo[k], hi[k] = odo.pos[k] - 1, odo.pos[k]
+                if d is not None:
+                    lo[d] = odo.pos[d]
+                rest.append(Box(o, lo, hi))
+            start = odo.batch[1]
+        else:
+            start = odo.next_outer
+        lo = list(box.lo)
+        lo[o] = start
+        rest.append(Box(o, lo, list(box.hi)))
+        return [b for b in rest if not b.empty()]
+
+    def finish(self, ws, cfg, c, out):
+        if not ws.disk or not ws.mem:
+            return
+        for rel, m in enumerate(ws.mem):  # every in-memory tuple to disk, DTS = the end
+            while len(m):
+                vals, tid, ats = m.remove(np.arange(min(self.block, len(m))))
+                self._write(ws, rel, vals, tid, ats)
+        left, right = chain_of(cfg)
+        boxes = self._rest(ws) + ws.odo.queue
+        ws.odo.box, ws.odo.queue = None, []
+        boxes += self._round(ws) if all(len(d) for d in ws.disk) else []
+        for box in boxes:
+            sets = []
+            for k in range(len(box.lo)):
+                ids = list(range(box.lo[k] + 1, box.hi[k] + 1))
+                ws.stats["blocks_read"] += len(ids)
+                ws.clock += len(ids) * self.c_read
+                sets.append(Tuples.of_rows(ws.disk[k].read_many(ids), ws.mem[k].width))
+            for start in range(0, len(sets[box.outer]), CHUNK):
+                rows = np.arange(start, min(start + CHUNK, len(sets[box.outer])))
+                c["probes"] += len(rows)
+                self._emit(cfg, out, sets, chain_combos(sets, box.outer, left, right, rows),
+                           None)
+            ws.clock += self.c_join
+
+
+class MJoinCoordinated(Miner):
+    """MJoin (Viglas et al.) under a memory budget, the paper's Fig 22 baseline: one hash
+    table per input on the star's one attribute, ``n_part`` buckets (key modulo n_part); when
+    the memory is full, the bucket holding the most tuples over all inputs is evicted from
+    every input (coordinated flushing) to disk blocks. No reactive phase (MJoin has none); the
+    clean-up joins what was missed, with MINER's clean-up."""
+
+    name = "mjoin_flush"
+    stat_names = (*Miner.stat_names, "buckets_flushed")
+
+    def __init__(self, n_part: int = 100, tups_per_block: int = 50, wait_thresh: float = 25.0,
+                 c_read: float = 0.2, c_write: float = 0.2, c_join: float = 0.05,
+                 c_arrive: float = 0.0, seed: int = 0) -> None:
+        super().__init__(tups_per_block=tups_per_block, wait_thresh=wait_thresh, c_read=c_read,
+                         c_write=c_write, c_join=c_join, c_arrive=c_arrive, seed=seed)
+        if n_part < 1:
+            raise ValueError("n_part must be >= 1")
+        self.n_part = n_part
+
+    def _setup(self, ws, cfg) -> None:
+        if not ws.mem and any(w != 1 for w in self._widths(cfg)):
+            raise ValueError("MJoin's coordinated flushing needs one shared join attribute "
+                             "(a star join: on=a)")
+        super()._setup(ws, cfg)
+
+    def work_left(self, ws):
+        return False
+
+    def _flush(self, ws) -> None:
+        buckets = [np.mod(np.floor(m.vals[:, 0]), self.n_part).astype(np.int64)
+                   for m in ws.mem]
+        sizes = sum(np.bincount(b, minlength=self.n_part) for b in buckets)
+        victim = int(np.argmax(sizes))
+        ws.stats["buckets_flushed"] += 1
+        for rel, (m, b) in enumerate(zip(ws.mem, buckets, strict=True)):
+            rows = np.flatnonzero(b == victim)
+            if not len(rows):
+                continue
+            vals, tid, ats = m.remove(rows)
+            for s in range(0, len(tid), self.block):
+                part = slice(s, s + self.block)
+                self._write(ws, rel, vals[part], tid[part], ats[part])
