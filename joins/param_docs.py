@@ -77,9 +77,12 @@ PARAM_DOCS: dict[str, str] = {
     "c_write": "modeled time of writing one disk block",
     "c_join": "modeled time of joining one block read in the reactive phase or clean-up",
     "c_arrive": "modeled time of processing one arrival (0: arrivals never wait for the CPU)",
-    "n_part": "hash buckets per relation (HMJ, XJoin, RPJ; the paper does not give it)",
+    "n_part": "hash buckets per relation (HMJ, XJoin, RPJ, MJoin's coordinated flushing; the "
+              "paper does not give it)",
     "fan_in": "segments merged per unit of the merging phase (the paper's F; PMJ: runs, F/2 "
               "run pairs)",
     "n_flush": "tuples RPJ flushes at a time, from the buckets least likely to be probed "
                "(default one block)",
+    "flushing": "mjoin under a memory budget: 'coordinated' evicts the largest hash bucket from "
+                "every input, one site (the DINER paper's MJoin baseline, Fig 22)",
 }

@@ -1,5 +1,6 @@
 """Experiment kind ``single_site_join``: the DINER paper's operators (DINER and its baselines)
-on one pair of timed streams under a memory budget.
+on one pair of timed streams under a memory budget, or (MINER, MJoin) on n timed streams
+joined along the edges a generator writes in ``query.json``.
 
 Figure keys: ``workload`` (``generator``, e.g. ``diner_streams``; ``params``; ``sizes`` per
 scale), ``run``: ``memory_share`` (the budget as a share of |R| + |S|, the paper's 5%) or
@@ -18,11 +19,13 @@ The operator is one site: one worker of the engine, on an executor. Spark hosts 
 generates nothing here (the inputs are small, written on the driver); no speed-up from Spark is
 claimed. Metrics are exact counts of the operator's own run: results of the online phase
 (arriving and reactive, up to the last arrival) and of the clean-up; the total is checked
-against the exact join size (per-key counts of R and S: the Zipf joins have billions of pairs).
+against the exact join size (per-key counts of R and S: the Zipf joins have billions of pairs;
+DuckDB's count for n inputs).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -48,6 +51,7 @@ def exact_join_size(r: pd.DataFrame, s: pd.DataFrame, band: float = 0) -> int:
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from joins.online import run_stream
+    from joins.oracle import oracle_graph_count
     from runtime.spark_session import get_spark
 
     s = point_settings(pc)
@@ -58,8 +62,15 @@ def run_point(pc: PointContext) -> PointOutcome:
     out = PointOutcome(status="ok", spark_version=spark.version,
                        spark_master=spark.sparkContext.master)
     folder = Path(materialize(wl["generator"], params, progress=pc.progress))
-    r, s_ = _table(folder, "R"), _table(folder, "S")
-    total = len(r) + len(s_)
+    query = folder / "query.json"
+    if query.exists():  # n inputs joined along edges (MINER's chains and stars)
+        q = json.loads(query.read_text())
+        frames = {name: _table(folder, name) for name in q["inputs"]}
+        on = ",".join(q["edges"])
+    else:
+        frames = {"R": _table(folder, "R"), "S": _table(folder, "S")}
+        on = None
+    total = sum(len(f) for f in frames.values())
     if run.get("memory_tuples") is not None:  # a fixed memory (Fig 18: 10,000 tuples)
         budget = int(run["memory_tuples"])
     else:
@@ -72,8 +83,10 @@ def run_point(pc: PointContext) -> PointOutcome:
                 op_params[cost] = float(op_params[cost]) * factor
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
         # the frames already read (for the join size): Spark does not read the files again
-        res = run_stream(spark, r, s_,
-                         operator=s["algorithm"], joiners=1, on="key", time="t",
+        inputs = dict(inputs=frames, on=on) if on else \
+            dict(r=frames["R"], s=frames["S"], on="key")
+        res = run_stream(spark, **inputs,
+                         operator=s["algorithm"], joiners=1, time="t",
                          tick=float(run["tick"]), memory_budget_tuples=budget,
                          seed=int(params["seed"]), progress=pc.progress, partitions=1,
                          band=run.get("band"), **op_params)
@@ -86,7 +99,13 @@ def run_point(pc: PointContext) -> PointOutcome:
     outputs = col("outputs")
     online = arriving + reactive
     last = m.iloc[-1]
-    expected = exact_join_size(r, s_, run.get("band") or 0)
+    if on:
+        edges = [tuple(side.split(".")[0] for side in e.split("=")) for e in q["edges"]]
+        cols = [tuple(side.split(".")[1] for side in e.split("=")) for e in q["edges"]]
+        expected = oracle_graph_count(frames, [(a, ca, b, cb) for (a, b), (ca, cb) in
+                                               zip(edges, cols, strict=True)])
+    else:
+        expected = exact_join_size(frames["R"], frames["S"], run.get("band") or 0)
     out.metrics.update({
         "online_results": (online, "rows"),
         "arriving_results": (arriving, "rows"),
@@ -105,7 +124,11 @@ def run_point(pc: PointContext) -> PointOutcome:
         "blocks_written": (float(last.get("blocks_written", 0)), "count"),
         "blocks_read": (float(last.get("blocks_read", 0)), "count"),
         "virtual_end": (float(last.get("clock", float("nan"))), "virtual time units"),
-        "r_tuples": (len(r), "tuples"), "s_tuples": (len(s_), "tuples"),
+        "input_tuples": (total, "tuples"),
+        **({} if on else {"r_tuples": (len(frames["R"]), "tuples"),
+                          "s_tuples": (len(frames["S"]), "tuples")}),
+        **({"index_entries_max": (float(last["index_entries_max"]), "entries")}
+           if "index_entries_max" in last else {}),
         "local_wall_time": (float(res.summary["local_wall_time"]), "local wall s"),
         "oracle_rows": (expected, "rows"),
     })

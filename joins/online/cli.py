@@ -139,6 +139,9 @@ def calibrated_cost():
         raise UsageError(str(e)) from e
 
 
+N_WAY = ("mjoin", "miner")  # operators of any number of inputs
+
+
 def _inputs(args: dict) -> dict[str, str]:
     """``r=``/``s=`` (two inputs R and S) or ``inputs=A=a.parquet,B=b.parquet,...``."""
     if "inputs" in args:
@@ -308,8 +311,9 @@ def validate(args: dict) -> dict:
         raise UsageError(f"joiners must be >= 1, got {joiners}")
     on = args.get("on", "key")
     paths = _inputs(args)
-    if len(paths) > 2 and op != "mjoin":
-        raise UsageError(f"{op} joins two inputs; operator=mjoin joins {len(paths)}")
+    if len(paths) > 2 and op not in N_WAY:
+        raise UsageError(f"{op} joins two inputs; operator={' or '.join(N_WAY)} joins "
+                         f"{len(paths)}")
     try:
         graph = JoinGraph.parse(list(paths), on)
     except SourceError as e:

@@ -115,3 +115,37 @@ def test_trace_stand_ins():
     sea, sf = (pd.read_parquet(w / f"{t}.parquet")["key"] for t in "RS")
     assert sea.between(150, 1100).all() and sf.between(400, 800).all()  # degrees F x 10
     assert exact_join_size(sea.to_frame(), sf.to_frame()) > 0
+
+
+@pytest.mark.slow
+def test_a_tiny_fig22_point_per_series_joins_four_inputs(tmp_path):
+    """MINER and MJoin on the 4-way star through the kind: n inputs from query.json, the total
+    checked against DuckDB's count of the join."""
+    proc = subprocess.run([sys.executable, "-m", "experiments.run", "figure=diner/fig22",
+                           "scale=tiny", "point.x=0.05", f"results_root={tmp_path}"],
+                          cwd=ROOT, text=True, capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = pd.concat([pd.read_parquet(f) for f in (tmp_path / "diner" / "fig22").glob("*.parquet")])
+    assert (res["status"] == "ok").all()
+    v = res.pivot_table(index="series", columns="metric", values="value")
+    assert set(v.index) == {"miner", "mjoin", "mjoin_10", "mjoin_1000"}
+    assert (v["total_results"] == v["oracle_rows"]).all() and (v["oracle_rows"] > 0).all()
+    assert (v["input_tuples"] == 2 * 600 + 2 * 60).all()
+    assert (v["memory_max"] <= v["memory_budget_tuples"]).all()
+
+
+def test_the_chain_inputs_as_the_paper_describes_them(tmp_path):
+    from datagen.miner_chain import generate as chain
+
+    rows = chain({"inputs": 4, "middle": 5000, "keys": 500, "seed": 2}, tmp_path)
+    assert rows == {"R1": 500, "R2": 5000, "R3": 5000, "R4": 500}
+    r1, r2, r3, r4 = (pd.read_parquet(tmp_path / f"R{i}.parquet") for i in range(1, 5))
+    assert sorted(r1["a1"]) == list(range(500)) and sorted(r4["a3"]) == list(range(500))
+    assert (r2["a2"] == 0).mean() > 0.1  # Zipf s = 1 over 500 values: rank 1 is 1/H(500)
+    assert abs(r1["t"].max() / r2["t"].max() - 1) < 0.2  # every relation over the same span
+    star = chain({"inputs": 4, "middle": 5000, "keys": 500, "seed": 2, "star": True},
+                 tmp_path / "star")
+    assert star == rows
+    assert pd.read_parquet(tmp_path / "star" / "R2.parquet")["a"].equals(r2["a2"])
+    with pytest.raises(GeneratorError):
+        chain({"inputs": 5}, tmp_path / "bad")

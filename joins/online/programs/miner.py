@@ -103,24 +103,34 @@ class Tuples:
         return cls(vals, rows["tid"], rows["ats"], rows["dts"])
 
 
+def chain_steps(n: int, anchor: int, left, right) -> list[tuple[int, int, int, int]]:
+    """The joins that grow a combination from the anchor outwards: (from input, its slot, to
+    input, its slot), the right side first."""
+    return [(k - 1, right[k - 1], k, left[k]) for k in range(anchor + 1, n)] + \
+        [(k + 1, left[k + 1], k, right[k]) for k in range(anchor - 1, -1, -1)]
+
+
+def extend(combo: dict[int, np.ndarray], sets: list[Tuples], step) -> dict[int, np.ndarray]:
+    """Every partial combination joined with the matching tuples of one more input."""
+    frm, fslot, to, tslot = step
+    keys, order = sets[to].index(tslot)
+    v = sets[frm].vals[combo[frm], fslot]
+    pi, si = expand(np.searchsorted(keys, v, "left"), np.searchsorted(keys, v, "right"))
+    out = {k: r[pi] for k, r in combo.items()}
+    out[to] = order[si]
+    return out
+
+
 def chain_combos(sets: list[Tuples], anchor: int, left, right,
                  anchor_rows: np.ndarray | None = None) -> dict[int, np.ndarray]:
     """Every combination of one tuple per set that matches along the chain, grown from the
     anchor set outwards: per input, the combination's row in its set."""
     rows = np.arange(len(sets[anchor])) if anchor_rows is None else anchor_rows
     combo = {anchor: rows}
-    steps = [(k - 1, right[k - 1], k, left[k]) for k in range(anchor + 1, len(sets))] + \
-        [(k + 1, left[k + 1], k, right[k]) for k in range(anchor - 1, -1, -1)]
-    for frm, fslot, to, tslot in steps:
+    for step in chain_steps(len(sets), anchor, left, right):
         if not len(combo[anchor]):
-            break
-        keys, order = sets[to].index(tslot)
-        v = sets[frm].vals[combo[frm], fslot]
-        pi, si = expand(np.searchsorted(keys, v, "left"), np.searchsorted(keys, v, "right"))
-        combo = {k: r[pi] for k, r in combo.items()}
-        combo[to] = order[si]
-    if len(combo) < len(sets):
-        return {k: EMPTY_I for k in range(len(sets))}
+            return {k: EMPTY_I for k in range(len(sets))}
+        combo = extend(combo, sets, step)
     return combo
 
 
@@ -205,6 +215,7 @@ class Odometer:
     loaded: Tuples | None = None
     pos: dict = field(default_factory=dict)  # inner relation -> current block id
     blocks: dict = field(default_factory=dict)  # inner relation -> (block id, Tuples)
+    partial: tuple | None = None  # (slow digits, the batch joined with their blocks, step)
 
 
 @dataclass
@@ -260,11 +271,10 @@ class Miner(SingleSite):
 
     def deliver(self, ws, d, ctx, c, out):
         self._setup(ws, ctx.config)
-        self._w = self._widths(ctx.config)  # the relations' attributes, for joins_nothing
         super().deliver(ws, d, ctx, c, out)
 
-    def joins_nothing(self, rel, key):
-        return bool(np.isnan(key[:self._w[rel]]).any())
+    def joins_nothing(self, ws, rel, key):
+        return bool(np.isnan(key[:ws.mem[rel].width]).any())
 
     def in_memory(self, ws):
         return tuple(len(m) for m in ws.mem)
@@ -448,7 +458,7 @@ class Miner(SingleSite):
         return buffered > self.max_new_arr or not self._room_for_a_unit(ws, cfg)
 
     def on_hand_over(self, ws):
-        ws.odo.loaded, ws.odo.blocks = None, {}  # they leave memory; the position stays
+        ws.odo.loaded, ws.odo.blocks, ws.odo.partial = None, {}, None  # memory; position stays
 
     def _room_for_a_unit(self, ws, cfg) -> bool:
         if cfg.budget_tuples is None:
@@ -490,20 +500,36 @@ class Miner(SingleSite):
             size = min(self._batch_cap(ws, cfg), box.hi[o] - odo.next_outer)
             odo.batch = (odo.next_outer, odo.next_outer + size)
             odo.pos = {k: box.lo[k] + 1 for k in digits}
-            odo.loaded, odo.blocks = None, {}
+            odo.loaded, odo.blocks, odo.partial = None, {}, None
         if odo.loaded is None:  # a new batch, or the batch again after a handover
             size = odo.batch[1] - odo.batch[0]
             self._make_room(ws, cfg, (size + len(digits)) * self.block)
             odo.loaded = self._read(ws, cfg, o, odo.batch[0] + 1, size)
         sets: list = [None] * len(box.lo)
         sets[o] = odo.loaded
-        for k in digits:
-            if odo.blocks.get(k, (0,))[0] != odo.pos[k]:
-                odo.blocks[k] = (odo.pos[k], self._read(ws, cfg, k, odo.pos[k], 1))
+        *slow, fast = digits
+        for k in slow:
+            self._inner_block(ws, cfg, k)
             sets[k] = odo.blocks[k][1]
-        ws.clock += self.c_join  # (the memory it uses was counted by _room_for_a_unit)
-        c["probes"] += sum(len(sets[k]) for k in digits)
-        self._emit(cfg, out, sets, chain_combos(sets, o, left, right), phase)
+        key = tuple(odo.pos[k] for k in slow)
+        if odo.partial is None or odo.partial[0] != key:  # the slow digits moved
+            steps = chain_steps(len(sets), o, left, right)
+            last = next(st for st in steps if st[2] == fast)
+            combo = {o: np.arange(len(odo.loaded))}
+            for st in steps:
+                if st is not last and len(combo[o]):
+                    combo = extend(combo, sets, st)
+            odo.partial = (key, combo if len(combo[o]) else None, last)
+        _, partial, last = odo.partial
+        if partial is None:  # nothing to extend: the fast digit's units join nothing
+            done = self._empty_units(ws, cfg, box, fast)
+            odo.pos[fast] += done - 1
+        else:
+            self._inner_block(ws, cfg, fast)
+            sets[fast] = odo.blocks[fast][1]
+            ws.clock += self.c_join  # (the memory it uses was counted by _room_for_a_unit)
+            c["probes"] += len(sets[fast])
+            self._emit(cfg, out, sets, extend(partial, sets, last), phase)
         for k in reversed(digits):  # the odometer: the fastest digit first
             odo.pos[k] += 1
             if odo.pos[k] <= box.hi[k]:
@@ -511,8 +537,47 @@ class Miner(SingleSite):
             odo.pos[k] = box.lo[k] + 1
         else:  # every inner combination done: the next outer batch
             odo.next_outer = odo.batch[1]
-            odo.batch, odo.loaded = None, None
+            odo.batch, odo.loaded, odo.partial = None, None, None
         return True
+
+    def _inner_block(self, ws, cfg, k: int) -> None:
+        """The current block of inner relation k in memory: read (and charged) when the digit
+        moved; read uncharged when it stayed but was only modelled (by _empty_units)."""
+        odo = ws.odo
+        have = odo.blocks.get(k)
+        if have is None or have[0] != odo.pos[k]:
+            odo.blocks[k] = (odo.pos[k], self._read(ws, cfg, k, odo.pos[k], 1))
+        elif have[1] is None:
+            odo.blocks[k] = (odo.pos[k], Tuples.of_rows(ws.disk[k].read(odo.pos[k]),
+                                                          ws.mem[k].width))
+
+    def _empty_units(self, ws, cfg, box: Box, fast: int) -> int:
+        """Units whose partial combination is empty, charged as one at a time would be (a
+        block read, a join) for as many consecutive fast-digit positions as the hand-over
+        rule would let run (the input buffer and memory checked at the same clock values);
+        returns how many. Their blocks are not read from the file: their tuples cannot join."""
+        odo = ws.odo
+        stop = ws.horizon
+        thresh = self.max_new_arr
+        if cfg.budget_tuples is not None:
+            need = self.block * (odo.batch[1] - odo.batch[0] + len(ws.disk) - 1)
+            thresh = min(thresh, cfg.budget_tuples - sum(self.in_memory(ws)) - need)
+        if thresh < 0:
+            stop = -np.inf
+        elif len(ws.pend_t) > thresh:
+            stop = min(stop, float(ws.pend_t[thresh]))  # the buffer passes thresh from here
+        left = box.hi[fast] - odo.pos[fast] + 1
+        done = 0
+        while True:
+            have = odo.blocks.get(fast)
+            if have is None or have[0] != odo.pos[fast] + done:
+                odo.blocks[fast] = (odo.pos[fast] + done, None)
+                ws.stats["blocks_read"] += 1
+                ws.clock += self.c_read
+            ws.clock += self.c_join
+            done += 1
+            if done == left or ws.clock >= stop:
+                return done
 
     def _emit(self, cfg, out, sets, combo, phase) -> None:
         if not len(combo[0]):

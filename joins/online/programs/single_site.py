@@ -66,7 +66,7 @@ class SingleSite(Program):
     def arrive(self, ws, cfg, c, out, rel: int, key: float, tid: int) -> None:
         raise NotImplementedError
 
-    def joins_nothing(self, rel: int, key) -> bool:
+    def joins_nothing(self, ws, rel: int, key) -> bool:
         """A tuple with a null join attribute matches nothing: counted, never stored."""
         return bool(np.isnan(key))
 
@@ -206,7 +206,7 @@ class SingleSite(Program):
         ws.stats["buffer_max"] = max(ws.stats["buffer_max"], self.buffered(ws) + 1)
         ws.events += 1
         ws.clock += self.c_arrive
-        if self.joins_nothing(rel, key):
+        if self.joins_nothing(ws, rel, key):
             return  # a null key joins nothing: never stored
         c["probes"] += 1
         self.arrive(ws, cfg, c, out, rel, key, tid)
