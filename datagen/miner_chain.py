@@ -13,8 +13,9 @@ datasets").
 
 Arrival times: exponential gaps, each relation at rate ``lam * size / middle`` (the middle
 relations at the paper's lambda = 0.1), so every relation arrives over the same span (a choice:
-the paper gives one lambda and relations of unequal sizes; at one rate the key relations would
-be complete within the first tenth of the run). ``fragments`` and ``fragment_delay`` cut each
+the paper gives one lambda and relations of unequal sizes); ``key_rate="same"``: the other
+reading, every relation at ``lam``, so the key relations are complete within the first tenth
+of the run. ``fragments`` and ``fragment_delay`` cut each
 relation into fragments with pauses (:mod:`datagen.arrival_times`: the delays of Fig 21).
 
 Tables ``R1``..``R4`` (those of the query): the join attributes (int64), ``t`` (float64 arrival
@@ -48,6 +49,7 @@ class Params:
     star: bool = False
     permute: bool = False
     lam: float = 0.1
+    key_rate: str = "span"
     fragments: int = 0
     fragment_delay: float = 0.0
     seed: int = 0
@@ -57,6 +59,7 @@ class Params:
         check(self.middle >= 1 and self.keys >= 1, "middle and keys must be >= 1")
         check(self.skew >= 0 and self.lam > 0, "skew must be >= 0 and lam > 0")
         check_delays((), self.fragments, self.fragment_delay)
+        check(self.key_rate in ("span", "same"), "key_rate must be 'span' or 'same'")
 
 
 def query(inputs: int, star: bool) -> tuple[list[str], list[str]]:
@@ -96,7 +99,8 @@ def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dic
     for i, r in enumerate(names):
         c = cols[r]
         n = len(next(iter(c.values())))
-        t = arrival_times(n, p.lam * n / p.middle, np.random.default_rng([p.seed, 40 + i]),
+        lam = p.lam * n / p.middle if p.key_rate == "span" else p.lam
+        t = arrival_times(n, lam, np.random.default_rng([p.seed, 40 + i]),
                           fragments=p.fragments, fragment_delay=p.fragment_delay)
         table = pa.table({**{k: v.astype(np.int64) for k, v in c.items()}, "t": t,
                           "rid": np.arange(n, dtype=np.int64)})
