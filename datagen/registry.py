@@ -24,6 +24,7 @@ GENERATORS: dict[str, str] = {
     "stock_trace": "datagen.stock_trace:generate",  # DINER's CSCO/IPIX stand-in
     "weather_trace": "datagen.weather_trace:generate",  # DINER's weather stand-in
     "miner_chain": "datagen.miner_chain:generate",  # MINER's chain and star inputs
+    "dcape_streams": "datagen.dcape_streams:generate",  # D-CAPE's timed 3-way streams
 }
 
 
