@@ -37,10 +37,15 @@ real files carrying both attributes) and the virtual clock.
 Choices (written in the figure configs too): the probe order by selectivity estimates
 (LocalJoins) orders index look-ups to stop early; it changes no result and the time model does
 not charge look-ups (``c_arrive`` per arrival), so the look-ups are made in chain order and
-the estimates are not kept. A flushed block may hold fewer than ``tups_per_block`` tuples when
-one tuple sits in two chosen areas (the memory loop flushes again). Equality joins only (the
-paper's multi-way experiments). Time model as DINER's: ``c_write`` per block written,
-``c_read`` per block read, ``c_join`` per unit.
+the estimates are not kept. One join bit per tuple, shared by its indexes (the paper keeps it
+per index entry), so one index's clock clears bits the other's reads. After a flush chosen on
+one index, the other index's boundaries stay where they were (its areas shrink with the
+flushed tuples and may stay empty until that index is flushed from). The first round's only
+box has R1 as its outer (DINER starts with the smaller relation). The clean-up reads each box
+whole, charging each block one read, and is not held to the memory budget (the paper's
+clean-up goes on with ReactiveNL under it): its modeled time is not comparable with DINER's.
+Equality joins only (the paper's multi-way experiments). Time model as DINER's: ``c_write`` per
+block written, ``c_read`` per block read, ``c_join`` per unit.
 """
 
 from __future__ import annotations
@@ -473,6 +478,8 @@ class Miner(SingleSite):
         batch = self.block * (odo.batch[1] - odo.batch[0] if odo.batch is not None else
                               self._batch_cap(ws, cfg))
         need = batch + self.block * (len(ws.disk) - 1)
+        if self.buffered(ws) + need > cfg.budget_tuples:
+            return False  # not even an empty memory holds a unit: flush nothing for it
         self._make_room(ws, cfg, need)
         if sum(self.in_memory(ws)) + self.buffered(ws) + need > cfg.budget_tuples:
             return False
@@ -668,9 +675,14 @@ class MJoinCoordinated(Miner):
         self.n_part = n_part
 
     def _setup(self, ws, cfg) -> None:
-        if not ws.mem and any(w != 1 for w in self._widths(cfg)):
-            raise ValueError("MJoin's coordinated flushing needs one shared join attribute "
-                             "(a star join: on=a)")
+        star = "MJoin's coordinated flushing needs one shared join attribute: on=a, or the " \
+            "star's edges between consecutive inputs (R1.a=R2.a,R2.a=R3.a,...)"
+        try:
+            widths = self._widths(cfg)
+        except ValueError as e:
+            raise ValueError(star) from e
+        if not ws.mem and any(w != 1 for w in widths):
+            raise ValueError(star)
         super()._setup(ws, cfg)
 
     def work_left(self, ws):
