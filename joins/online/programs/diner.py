@@ -50,7 +50,7 @@ import numpy as np
 
 from joins.online.kernel import EMPTY_I, expand
 from joins.online.pair_counts import pairs_not_met
-from joins.online.programs.single_site import SingleSite, SingleSiteState, pairs_of
+from joins.online.programs.single_site import BlockNestedLoop, SingleSiteState, pairs_of
 
 UP, LW, MD = 0, 1, 2
 REGIONS = ("up", "lw", "md")
@@ -134,24 +134,10 @@ class DinerState(SingleSiteState):
     outer_cap: int = 0  # the clean-up's outer batch (0: max_outer_mem)
 
 
-class Diner(SingleSite):
+class Diner(BlockNestedLoop):
     name = "diner"
     state = DinerState
     stat_names = ("flushed_up", "flushed_lw", "flushed_md")
-
-    def __init__(self, tups_per_block: int = 50, max_outer_mem: int = 19,
-                 max_new_arr: int = 1000, wait_thresh: float = 25.0, c_read: float = 0.2,
-                 c_write: float = 0.2, c_join: float = 0.05, c_arrive: float = 0.0,
-                 seed: int = 0) -> None:
-        super().__init__(tups_per_block=tups_per_block, wait_thresh=wait_thresh,
-                         c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive,
-                         seed=seed)
-        if max_outer_mem < 1 or max_new_arr < 0:
-            raise ValueError("max_outer_mem must be >= 1 and max_new_arr >= 0")
-        self.max_outer_mem, self.max_new_arr = max_outer_mem, max_new_arr
-
-    def in_memory(self, ws):
-        return tuple(len(m) for m in ws.mem)
 
     def hand_over(self, ws, cfg, buffered):
         return buffered > self.max_new_arr or not self._room_for_a_unit(ws, cfg)
@@ -194,11 +180,7 @@ class Diner(SingleSite):
             other.bit[lo:hi] = True
             out.add(n, *pairs_of(cfg, rel, tid, other.tid[lo:hi]), phase="arriving")
         self._statistics(ws, rel, key, n, other.key[lo:hi])
-        budget = cfg.budget_tuples
-        if budget is not None:
-            while sum(self.in_memory(ws)) + self.buffered(ws) + 1 > budget and \
-                    sum(self.in_memory(ws)):
-                self._flush(ws)
+        self._make_room(ws, cfg, 1)  # Alg 1 line 13: room for the tuple
         ws.mem[rel].insert(key, tid, ws.events, n > 0)
 
     def _region(self, ws, rel: int, keys: np.ndarray) -> np.ndarray:
@@ -355,14 +337,6 @@ class Diner(SingleSite):
             return False
         self.used(ws, need)
         return True
-
-    def _make_room(self, ws, cfg, need: int) -> None:
-        budget = cfg.budget_tuples
-        if budget is None:
-            return
-        while sum(self.in_memory(ws)) + self.buffered(ws) + need > budget and \
-                sum(self.in_memory(ws)):
-            self._flush(ws)
 
     def _join_blocks(self, ws, cfg, c, out, outer: np.ndarray, inner: np.ndarray,
                      outer_rel: int, phase: str | None) -> None:

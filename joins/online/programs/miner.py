@@ -57,7 +57,7 @@ import numpy as np
 from joins.online.disk_blocks import BlockDisk
 from joins.online.kernel import EMPTY_I, expand
 from joins.online.programs.diner import clock_sweep
-from joins.online.programs.single_site import SingleSite, SingleSiteState
+from joins.online.programs.single_site import BlockNestedLoop, SingleSiteState
 
 UP, LW, MD = 0, 1, 2
 REGIONS = ("up", "lw", "md")
@@ -230,26 +230,16 @@ class MinerState(SingleSiteState):
     lw: list = field(default_factory=list)  # per relation: LastLwVal per attribute
     up: list = field(default_factory=list)  # per relation: LastUpVal per attribute
     hand: dict = field(default_factory=dict)  # (relation, attribute) -> clock hand (key, ats)
+    chain: tuple = ()  # (left, right): each input's slots joining its neighbours
     odo: Odometer = field(default_factory=Odometer)
 
 
-class Miner(SingleSite):
+class Miner(BlockNestedLoop):
     name = "miner"
     inputs = None
     edges = True
     state = MinerState
     stat_names = ("flushed_up", "flushed_lw", "flushed_md", "index_entries_max")
-
-    def __init__(self, tups_per_block: int = 50, max_outer_mem: int = 19,
-                 max_new_arr: int = 1000, wait_thresh: float = 25.0, c_read: float = 0.2,
-                 c_write: float = 0.2, c_join: float = 0.05, c_arrive: float = 0.0,
-                 seed: int = 0) -> None:
-        super().__init__(tups_per_block=tups_per_block, wait_thresh=wait_thresh,
-                         c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive,
-                         seed=seed)
-        if max_outer_mem < 1 or max_new_arr < 0:
-            raise ValueError("max_outer_mem must be >= 1 and max_new_arr >= 0")
-        self.max_outer_mem, self.max_new_arr = max_outer_mem, max_new_arr
 
     # --- set-up ---------------------------------------------------------------------------------
 
@@ -264,6 +254,7 @@ class Miner(SingleSite):
         if getattr(cfg.kernel, "name", "equi") != "equi":
             raise ValueError(f"{self.name} joins on equality only")
         widths = self._widths(cfg)
+        ws.chain = chain_of(cfg)
         ws.mem = [ChainMemory(w) for w in widths]
         ws.joins = [np.zeros((w, 3)) for w in widths]
         ws.lw = [np.full(w, -np.inf) for w in widths]
@@ -272,7 +263,7 @@ class Miner(SingleSite):
 
     def new_disk(self, cfg, ws, name):
         return BlockDisk(cfg.spill_dir, f"w{ws.wid}-{self.name}-{name}",
-                         second_key=self._widths(cfg)[int(name)] > 1)
+                         second_key=ws.mem[int(name)].width > 1)
 
     def deliver(self, ws, d, ctx, c, out):
         self._setup(ws, ctx.config)
@@ -281,13 +272,10 @@ class Miner(SingleSite):
     def joins_nothing(self, ws, rel, key):
         return bool(np.isnan(key[:ws.mem[rel].width]).any())
 
-    def in_memory(self, ws):
-        return tuple(len(m) for m in ws.mem)
-
     # --- arriving phase -------------------------------------------------------------------------
 
     def arrive(self, ws, cfg, c, out, rel, key, tid):
-        left, right = chain_of(cfg)
+        left, right = ws.chain
         m = ws.mem[rel]
         vals = np.asarray(key[:m.width], float)
         sets = [x.tuples() for x in ws.mem]
@@ -303,11 +291,7 @@ class Miner(SingleSite):
                     phase="arriving")
             for k in range(len(sets)):
                 self._credit(ws, k, sets[k].vals[combo[k]])
-        budget = cfg.budget_tuples
-        if budget is not None:
-            while sum(self.in_memory(ws)) + self.buffered(ws) + 1 > budget and \
-                    sum(self.in_memory(ws)):
-                self._flush(ws)
+        self._make_room(ws, cfg, 1)
         m.insert(vals, tid, ws.events, n > 0)
         entries = sum(len(x) * x.width for x in ws.mem)
         ws.stats["index_entries_max"] = max(ws.stats["index_entries_max"], entries)
@@ -486,12 +470,6 @@ class Miner(SingleSite):
         self.used(ws, need)
         return True
 
-    def _make_room(self, ws, cfg, need: int) -> None:
-        budget = cfg.budget_tuples
-        while budget is not None and sum(self.in_memory(ws)) + self.buffered(ws) + need > \
-                budget and sum(self.in_memory(ws)):
-            self._flush(ws)
-
     def _read(self, ws, cfg, rel: int, first: int, count: int) -> Tuples:
         ws.stats["blocks_read"] += count
         ws.clock += count * self.c_read
@@ -500,7 +478,7 @@ class Miner(SingleSite):
     def reactive_unit(self, ws, cfg, c, out, phase):
         """One unit: the outer batch with the current block of every inner relation."""
         odo = ws.odo
-        left, right = chain_of(cfg)
+        left, right = ws.chain
         if not self._next_box(ws):
             return False
         box = odo.box
@@ -636,7 +614,7 @@ class Miner(SingleSite):
             while len(m):
                 vals, tid, ats = m.remove(np.arange(min(self.block, len(m))))
                 self._write(ws, rel, vals, tid, ats)
-        left, right = chain_of(cfg)
+        left, right = ws.chain
         boxes = self._rest(ws) + ws.odo.queue
         ws.odo.box, ws.odo.queue = None, []
         boxes += self._round(ws) if all(len(d) for d in ws.disk) else []

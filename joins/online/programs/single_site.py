@@ -215,6 +215,37 @@ class SingleSite(Program):
         self.used(ws)
 
 
+class BlockNestedLoop(SingleSite):
+    """A single-site operator with DINER's block nested-loop reactive phase (DINER, MINER):
+    the outer batch and hand-over parameters, the in-memory relations ``ws.mem`` and flushing
+    (the subclass's ``_flush``) to make room."""
+
+    def __init__(self, tups_per_block: int = 50, max_outer_mem: int = 19,
+                 max_new_arr: int = 1000, wait_thresh: float = 25.0, c_read: float = 0.2,
+                 c_write: float = 0.2, c_join: float = 0.05, c_arrive: float = 0.0,
+                 seed: int = 0) -> None:
+        super().__init__(tups_per_block=tups_per_block, wait_thresh=wait_thresh,
+                         c_read=c_read, c_write=c_write, c_join=c_join, c_arrive=c_arrive,
+                         seed=seed)
+        if max_outer_mem < 1 or max_new_arr < 0:
+            raise ValueError("max_outer_mem must be >= 1 and max_new_arr >= 0")
+        self.max_outer_mem, self.max_new_arr = max_outer_mem, max_new_arr
+
+    def in_memory(self, ws):
+        return tuple(len(m) for m in ws.mem)
+
+    def _flush(self, ws) -> None:
+        raise NotImplementedError
+
+    def _make_room(self, ws, cfg, need: int) -> None:
+        """Flush blocks while the tuples, the input buffer and ``need`` more would pass the
+        budget (an arrival needs 1, a reactive unit its batch and blocks)."""
+        budget = cfg.budget_tuples
+        while budget is not None and sum(self.in_memory(ws)) + self.buffered(ws) + need > \
+                budget and sum(self.in_memory(ws)):
+            self._flush(ws)
+
+
 def pairs_of(cfg, rel: int, tid: int, others) -> tuple:
     """The result tid columns (input 0, input 1) of one tuple of ``rel`` with ``others`` (any
     sequence of tids, converted only when the run collects rows), or nothing."""
