@@ -65,8 +65,27 @@ PARAM_DOCS: dict[str, str] = {
     "initial": "DYNAMIC's first (n,m) mapping; none means (sqrt J, sqrt J)",
     "jump": "how DYNAMIC reaches a mapping several doublings away: direct (one migration) or "
             "steps (one per doubling)",
-    "groups": "partition groups hashed over the joiners (relocation moves whole groups); none "
-              "means one per joiner",
+    "groups": "partition groups over the joiners (relocation moves whole groups); none "
+              "means one per joiner (mjoin), D-CAPE's 300 (dcape)",
+    # D-CAPE (times in the event-time column's unit)
+    "by": "how keys form partition groups: mod (key mod groups, D-CAPE's generator) or hash",
+    "assign": "initial groups per machine: contiguous, round_robin, or skewed (skew_share on "
+              "machine 0)",
+    "skew_share": "share of the partition groups on machine 0 with assign=skewed",
+    "adapt": "D-CAPE's adaptation: none (out of memory stops the run), disk, relocate, "
+             "lazy_disk or active_disk",
+    "push": "which groups a disk push takes: random, low_output (idle, then largest P_s/P_o) "
+            "or high_output (smallest P_s/P_o)",
+    "push_percent": "share of a machine's in-memory state one push sends to disk (%)",
+    "theta_m": "a machine pushes when its memory passes theta_m x the budget",
+    "theta_t": "groups idle longer than this are pushed first; none: no idle rule",
+    "theta_d": "relocation starts when the least used machine holds less than theta_d of the "
+               "most used",
+    "min_span": "least event time between two adaptations of the manager",
+    "theta_f": "active-disk: the slowest machine pushes when Max_Rate/Min_Rate exceeds this",
+    "msg_seconds": "modeled latency of one control message of the relocation protocol (s)",
+    "bandwidth": "modeled network bandwidth of a relocation (bytes/s)",
+    "tuple_bytes": "modeled bytes of one state tuple (relocation transfer time)",
     "r_units": "join-biclique units that store R (the rest store S); none means half",
     # single-site operators under a memory budget (DINER paper); times in the arrival times' unit
     "tups_per_block": "tuples per disk block (the paper: 10 KB blocks of 200-byte tuples, 50)",

@@ -100,6 +100,9 @@ ALGORITHMS: dict[str, Algorithm] = {
         Algorithm("miner", "online", "diner", "joins.online.operators:miner", ("inner",),
                   "MINER: DINER for chain joins of n inputs on different attributes, an index "
                   "and Up/Md/Lw areas per attribute, odometer ReactiveNL, clean-up"),
+        Algorithm("dcape", "online", "dcape", "joins.online.operators:dcape", ("inner",),
+                  "D-CAPE: n-way hash join over machines in 300 partition groups, state "
+                  "spill by productivity, relocation, lazy-disk and active-disk, clean-up"),
     ]
 }
 

@@ -139,7 +139,7 @@ def calibrated_cost():
         raise UsageError(str(e)) from e
 
 
-N_WAY = ("mjoin", "miner")  # operators of any number of inputs
+N_WAY = ("mjoin", "miner", "dcape")  # operators of any number of inputs
 
 
 def _inputs(args: dict) -> dict[str, str]:

@@ -614,6 +614,9 @@ class Engine:
                         boundary = dec
                     else:
                         decisions.append(dict(at=z, migrated=False, **dec.info))
+            for row in rows[first_row:]:  # the controller's private fields are not metrics
+                for k in [k for k in row if k.startswith("_")]:
+                    del row[k]
             if bar is not None:
                 bar.update(z - pos)
             if self.ticks.tick is not None and ticks[0].index < self.ticks.count:

@@ -43,6 +43,19 @@ def key_hash(keys: np.ndarray) -> np.ndarray:
     return splitmix64(k.view(np.int64))
 
 
+def key_group(keys: np.ndarray, groups: int, by: str = "hash") -> np.ndarray:
+    """The partition group of each key: ``hash`` spreads keys by :func:`key_hash`; ``mod`` is
+    ``key mod groups`` (D-CAPE's generator makes the partition a function of the key, so it
+    controls each partition's join ratio); a null key (NaN) falls in group 0 (it joins
+    nothing wherever it is stored)."""
+    if by == "hash":
+        return (key_hash(keys) % np.uint64(groups)).astype(np.int64)
+    if by != "mod":
+        raise ValueError(f"groups are formed by hash or mod, got {by!r}")
+    k = np.asarray(keys, dtype=np.float64)
+    return np.where(np.isnan(k), 0, np.mod(np.nan_to_num(k), groups)).astype(np.int64)
+
+
 def reshuffler_of(seed: int, seq: np.ndarray, j: int) -> np.ndarray:
     """Which of the J reshufflers a tuple lands on (the paper sends each tuple to a random one)."""
     return part_of(tuple_u(seed + 7919, True, seq), j)

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from joins.online.hashing import key_hash, part_of
+from joins.online.hashing import key_group, part_of
 
 STORE, PROBE, BOTH = 1, 2, 3
 
@@ -291,27 +291,34 @@ class HashLayout(Layout):
     Keys hash to one of ``groups`` partition groups and ``owner[g]`` is the worker of group g,
     so each tuple goes to exactly one worker, stored and probed there. With groups > J this is
     D-CAPE's model (300 groups): relocation reassigns groups to other workers (:meth:`relocate`).
+    ``by``: how keys form groups (:func:`~joins.online.hashing.key_group`: ``hash`` or D-CAPE's
+    ``mod``). ``push``: orders the manager gives with this layout, carried out when it takes
+    over: worker -> the share of its in-memory state to push to disk (D-CAPE's active-disk);
+    a layout derived from this one carries none.
     """
 
     kind = "hash"
     move_mode = "boundary"
     max_inputs = None
 
-    def __init__(self, owner: np.ndarray) -> None:
+    def __init__(self, owner: np.ndarray, by: str = "hash",
+                 push: dict[int, float] | None = None) -> None:
         self.owner = np.asarray(owner, np.int64)
         self._workers = np.unique(self.owner)
+        self.by = by
+        self.push = dict(push or {})
 
     @classmethod
-    def initial(cls, joiners: int, groups: int | None = None) -> HashLayout:
+    def initial(cls, joiners: int, groups: int | None = None, by: str = "hash") -> HashLayout:
         g = groups or joiners
-        return cls(np.arange(g) % joiners)
+        return cls(np.arange(g) % joiners, by)
 
     @property
     def workers(self) -> np.ndarray:
         return self._workers
 
     def group(self, key: np.ndarray) -> np.ndarray:
-        return (key_hash(key) % np.uint64(len(self.owner))).astype(np.int64)
+        return key_group(key, len(self.owner), self.by)
 
     def route(self, is_r, key, u):
         w = self.owner[self.group(key)]
@@ -327,13 +334,17 @@ class HashLayout(Layout):
         """Move partition groups to worker ``to`` (D-CAPE's state relocation)."""
         owner = self.owner.copy()
         owner[np.asarray(groups, np.int64)] = to
-        return HashLayout(owner)
+        return HashLayout(owner, self.by)
+
+    def ordering(self, push: dict[int, float]) -> HashLayout:
+        """The same routing with the manager's push orders (carried out at the switch)."""
+        return HashLayout(self.owner, self.by, push)
 
     def rescale(self, units: tuple[int, ...]) -> HashLayout:
         """J' workers (ids 0..J'-1): partition group g goes to worker g mod J'."""
         if len(units) != 1 or units[0] < 1:
             raise ValueError("a hash layout rescales to a worker count, e.g. 8")
-        return HashLayout(np.arange(len(self.owner)) % units[0])
+        return HashLayout(np.arange(len(self.owner)) % units[0], self.by)
 
     def describe(self) -> dict:
         return {**super().describe(), "groups": len(self.owner)}

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from joins.online.controller import DynamicGrid, RelocatingHash, Static, best_mapping
 from joins.online.layouts import (
     BicliqueLayout,
@@ -138,6 +140,61 @@ def relocating_shj(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
         raise ValueError("relocating_shj is an equi-join operator")
     return RelocatingHash(HashLayout.initial(joiners, groups), theta=theta,
                           min_batches=min_batches)
+
+
+def dcape(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
+          controller: str = "exact", band: float | None = None, graph=None,
+          groups: int = 300, by: str = "mod", assign: str = "contiguous",
+          skew_share: float = 2 / 3, adapt: str = "none", push: str = "low_output",
+          push_percent: float = 30.0, theta_m: float = 1.0, theta_t: float | None = None,
+          theta_d: float = 0.8, min_span: float = 45_000.0, theta_f: float = 2.0,
+          msg_seconds: float = 0.001, bandwidth: float = 125e6, tuple_bytes: float = 100.0,
+          **extra):
+    """D-CAPE (paper ``dcape``): an n-way symmetric hash join on one attribute over
+    ``joiners`` machines, partitioned into ``groups`` partition groups (``by="mod"``: key mod
+    groups, D-CAPE's generator; ``hash``) assigned ``contiguous``, ``round_robin`` or
+    ``skewed`` (``skew_share`` of the groups on machine 0, the rest shared by the others).
+    ``adapt``: ``none`` (memory past the budget stops the run), ``disk`` (push
+    ``push_percent`` of a machine's state by ``push`` when it passes ``theta_m`` x the budget),
+    ``relocate`` (the manager moves groups when M_l/M_m < ``theta_d``, at least ``min_span``
+    apart, no disk), ``lazy_disk`` (both, a spilled group never moves), ``active_disk``
+    (lazy-disk, and the slowest machine pushes when Max_Rate/Min_Rate > ``theta_f``). Times
+    (``theta_t``, ``min_span``) in the event-time column's unit; the modeled relocation
+    latency uses ``msg_seconds``, ``bandwidth`` (bytes/s) and ``tuple_bytes``
+    (:mod:`joins.online.programs.dcape`, :mod:`joins.online.dcape_manager`)."""
+    from joins.online.dcape_manager import RELOCATING, DCapeManager
+    from joins.online.programs.dcape import ADAPT
+
+    _unused("dcape", extra)
+    if band is not None:
+        raise ValueError("dcape is an equi-join operator (hash partition groups)")
+    if graph is not None and not graph.shared:
+        raise ValueError("dcape joins its inputs on one shared attribute (the paper's "
+                         "footnote 2: joins on several columns are out of scope)")
+    if adapt not in ADAPT:
+        raise ValueError(f"adapt must be one of {', '.join(ADAPT)}, got {adapt!r}")
+    if groups < joiners:
+        raise ValueError(f"groups ({groups}) must be >= joiners ({joiners})")
+    g = np.arange(groups)
+    if assign == "contiguous":
+        owner = g * joiners // groups
+    elif assign == "round_robin":
+        owner = g % joiners
+    elif assign == "skewed":
+        if joiners < 2 or not 0 < skew_share < 1:
+            raise ValueError("assign=skewed needs joiners >= 2 and 0 < skew_share < 1")
+        first = int(round(skew_share * groups))
+        owner = np.where(g < first, 0, 1 + (g - first) * (joiners - 1) // max(1, groups - first))
+    else:
+        raise ValueError(f"assign must be contiguous, round_robin or skewed, got {assign!r}")
+    layout = HashLayout(owner, by)
+    params = dict(groups=groups, by=by, adapt=adapt, push=push, push_percent=push_percent,
+                  theta_m=theta_m, theta_t=theta_t, seed=seed)
+    if adapt not in RELOCATING:
+        return Static(layout, program="dcape", program_params=params)
+    return DCapeManager(layout, params, adapt=adapt, theta_d=theta_d, min_span=min_span,
+                        theta_f=theta_f, push_percent=push_percent, total_tuples=n_r + n_s,
+                        msg_seconds=msg_seconds, bandwidth=bandwidth, tuple_bytes=tuple_bytes)
 
 
 def diner(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,

@@ -24,6 +24,7 @@ PROGRAMS: dict[str, str] = {
     "pmj": "joins.online.programs.pmj:ProgressiveMerge",  # PMJ (DINER's band-join baseline)
     "miner": "joins.online.programs.miner:Miner",  # MINER: DINER for chain joins
     "mjoin_flush": "joins.online.programs.miner:MJoinCoordinated",  # MJoin, coordinated flush
+    "dcape": "joins.online.programs.dcape:DCape",  # D-CAPE's machine: groups, spill, moves
 }
 
 

@@ -119,10 +119,14 @@ class MJoin(Program):
             if combo is None:
                 continue
             count = len(combo[i])
+            self._produced(ws, cfg, i, combo)
             if pairs and count:
                 out.add(count, *(ws.tables[k].tid[combo[k]] for k in range(n_in)))
             else:
                 out.add(count)
+
+    def _produced(self, ws, cfg, i: int, combo: dict[int, np.ndarray]) -> None:
+        """Hook: the result combinations (rows per input) new tuples of input i produced."""
 
     def _probe_from(self, ws, cfg, i: int, rows_i: np.ndarray, c: dict):
         """Every combination whose latest tuple is one of ``rows_i`` (rows of input i)."""
