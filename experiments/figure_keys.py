@@ -36,6 +36,8 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
     "squall_theory": _keys("joiners", "replay_tuples"),
     "single_site_join": _keys("memory_share", "memory_tuples", "tick", "operator_params",
                               "buffer_limit", "band", "cost_factor"),
+    "dcape_join": _keys("machines", "capacity_mb", "operator_params", "scale_factor",
+                        "tuple_bytes", "tick_ms", "minutes"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")
@@ -44,7 +46,7 @@ PLOT_KEYS: dict[str, Spec] = {  # per plot kind
     "bars": _keys("kind", "y", "ylabel", "logy", "paper_axis_label", extra_panels=_PANEL,
                   panels=_keys("title", "series")),
     "timeseries": _keys("kind", "y", "ylabel", "xlabel", "logy", "series", "hline", "panels",
-                        "ncols", shade=_keys("metric", "series"),
+                        "ncols", "t_scale", shade=_keys("metric", "series"),
                         right=_keys("y", "ylabel", "series", "hline", "logy", "ylim")),
     "table": _keys("kind", rows=_keys("x", "metric", "label"),
                    series_panel=_keys("metrics", "hline", "logx", "xlabel", "ylabel")),

@@ -20,6 +20,7 @@ KINDS: dict[str, str] = {
     "online_join": "experiments.kinds.online_join:run_point",
     "squall_theory": "experiments.kinds.squall_theory:run_point",
     "single_site_join": "experiments.kinds.single_site:run_point",
+    "dcape_join": "experiments.kinds.dcape:run_point",
 }
 
 # The join-registry kind (joins.registry) of the algorithm each series of a figure of this
@@ -29,6 +30,7 @@ ALGORITHM_KINDS: dict[str, str] = {
     "first_iteration": "batch",
     "online_join": "online",
     "single_site_join": "online",
+    "dcape_join": "online",
 }
 
 

@@ -1,6 +1,7 @@
 """Within-run time series (rows with ``t``): a metric against the fraction of input processed.
 
-Plot spec: ``y`` (a series metric), ``ylabel``, ``logy``, ``xlabel``; ``panels: x`` draws one
+Plot spec: ``y`` (a series metric), ``ylabel``, ``logy``, ``xlabel``, ``t_scale`` (default 100:
+``t`` is a fraction drawn in %; 1 when ``t`` is already the axis' unit, e.g. event time); ``panels: x`` draws one
 panel per x value of the sweep (e.g. per fluctuation factor k), ``single`` (default) puts every
 (series, x) line in one panel; ``series`` limits the lines; ``right: {y, ylabel, logy, series,
 hline, ylim}`` adds a right-hand axis (e.g. ILF/ILF* next to |R|/|S|); ``shade: {metric, series}``
@@ -34,7 +35,7 @@ def _lines(ax, figure: dict, data: pd.DataFrame, y: str, names: list[str], color
                 xl = line["x_label"].iloc[0]
                 label = f"{label}, {xname}={xl}" if len(names) > 1 else f"{xname}={xl}"
                 color = cmap(i / max(1, len(xs) - 1)) if len(names) == 1 else color
-            ax.plot(line["t"] * 100, line["value"], style, color=color, lw=1.2, label=label,
+            ax.plot(line["t"] * figure.get("plot", {}).get("t_scale", 100), line["value"], style, color=color, lw=1.2, label=label,
                     drawstyle="steps-post" if y.startswith("ilf_ratio") else "default")
 
 

@@ -78,10 +78,10 @@ def test_disk_pushes_with_cleanup(push, share):
 
 def test_group_pushed_three_times():
     """One hot group on one machine: every push takes it, its clean-up merges >= 3 epochs."""
-    inputs = _streams(3, n=300, keys=30)
+    inputs = _streams(3, n=60, keys=30)
     for f in inputs.values():
         f["key"] = (f["key"] % 2) * 30  # two keys, both in group 0
-    res = _run(inputs, 1, budget=60, adapt="disk", push="low_output", tick=10_000.0)
+    res = _run(inputs, 1, budget=30, adapt="disk", push="low_output", tick=10_000.0)
     _check(res, inputs)
     assert res.metrics["pushes"].fillna(0).sum() >= 3
 

@@ -1,0 +1,165 @@
+"""Experiment kind ``dcape_join``: the D-CAPE paper's 3-way join over machines (operator
+``dcape``) on the timed streams of ``datagen/dcape_streams``.
+
+Figure keys: ``workload`` (``params`` of dcape_streams at the paper's values), ``run``:
+``machines``, ``capacity_mb`` (a machine's memory, the paper's 200 MB; none: unlimited),
+``operator_params`` (``adapt``, ``push``, ``push_percent``, ``theta_d``, ``min_span``...) and
+the figure base's ``scale_factor`` per scale, ``tuple_bytes``, ``tick_ms``.
+
+One scaling rule for the whole paper: the small scale multiplies each stream's rate and tuple
+range by ``scale_factor`` and the memory capacity by the same factor (in tuples), which keeps
+each tuple's expected results, the state per minute relative to the capacity, and so the
+overflow minutes. The memory rule: a machine's memory is its in-memory state tuples x
+``tuple_bytes`` (one constant; the figure base says how it was fixed), so capacity_mb maps
+to a budget in tuples.
+
+Metrics are exact counts of the run: results of the normal run and of the clean-up (checked
+against DuckDB's count of A join B join C), pushes, relocations and forced pushes, tuples read
+by the clean-up; the clean-up's time is the calibrated cost model's (modeled, the slowest
+machine) next to its local wall time. Time series per virtual minute: results per minute
+("overall throughput", defined so), their running total, and each machine's memory in MB of
+the memory rule. A run whose machine passes its memory without a disk mode stops there (the
+paper's out-of-memory error): its series end at that minute and ``stopped_minute`` says when.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
+from experiments.kinds.batch_join import point_settings
+
+MINUTE_MS = 60_000.0
+
+
+def scaled_stream_params(params: dict, factor: float) -> dict:
+    """The paper's stream parameters at scale ``factor``: rates and tuple range x factor."""
+    out = dict(params)
+    out["interarrival_ms"] = float(params["interarrival_ms"]) / factor
+    out["tuple_range"] = max(1, int(round(float(params["tuple_range"]) * factor)))
+    return out
+
+
+def _balance(ticks: pd.DataFrame) -> float:
+    """Mean over ticks of the least over the most used machine's memory (1: balanced)."""
+    per = ticks.groupby("batch")["mem"].agg(["min", "max"])
+    per = per[per["max"] > 0]
+    return float((per["min"] / per["max"]).mean()) if len(per) else float("nan")
+
+
+def run_point(pc: PointContext) -> PointOutcome:
+    from datagen import materialize
+    from joins.online import run_stream
+    from joins.oracle import oracle_graph_count
+    from runtime.spark_session import get_spark
+
+    s = point_settings(pc)
+    wl, run = s["workload"], s["run"]
+    factor = float(run["scale_factor"])
+    params = scaled_stream_params(wl["params"], factor)
+    params.setdefault("seed", pc.seed)
+    spark = get_spark(**pc.spark_cfg)
+    out = PointOutcome(status="ok", spark_version=spark.version,
+                       spark_master=spark.sparkContext.master)
+    folder = Path(materialize("dcape_streams", params, progress=pc.progress))
+    q = json.loads((folder / "query.json").read_text())
+    frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in q["inputs"]}
+    tuple_bytes = float(run["tuple_bytes"])
+    cap_mb = run.get("capacity_mb")
+    budget = None if cap_mb is None else \
+        max(1, int(round(float(cap_mb) * 1e6 / tuple_bytes * factor)))
+    machines = int(run["machines"])
+    op_params = dict(run.get("operator_params") or {})
+    with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
+        res = run_stream(spark, inputs=frames, on="key", operator="dcape", joiners=machines,
+                         time="t", tick=float(run["tick_ms"]), memory_budget_tuples=budget,
+                         seed=int(params["seed"]), progress=pc.progress,
+                         partitions=min(machines, 2), tuple_bytes=tuple_bytes, **op_params)
+    m = res.metrics
+    normal = m[m["phase"] == "normal"]
+    stop_t = np.inf
+    if "oom" in m and m["oom"].fillna(False).astype(bool).any():
+        stop_t = float(normal.loc[normal["oom"].fillna(False).astype(bool), "t1"].min())
+    t_origin = float(min(f["t"].min() for f in frames.values() if len(f))) if \
+        any(len(f) for f in frames.values()) else 0.0
+    minute = np.floor((normal["t0"].to_numpy() - t_origin) / MINUTE_MS).astype(np.int64)
+    normal = normal.assign(minute=minute, mem=normal[
+        [c for c in normal.columns if c.startswith("stored_")]].sum(axis=1))
+    kept = normal[normal["t0"] < stop_t]
+    per_min = kept.groupby("minute")["outputs"].sum()
+    rows = []
+    for mi, v in per_min.items():
+        rows.append({"metric": "results_per_minute", "t": float(mi + 1), "value": float(v),
+                     "unit": "rows per virtual minute"})
+    for mi, v in per_min.cumsum().items():
+        rows.append({"metric": "cumulative_results", "t": float(mi + 1), "value": float(v),
+                     "unit": "rows"})
+    mem = kept.groupby(["minute", "worker"])["mem"].last().unstack(fill_value=0)
+    for w in mem.columns:
+        for mi, v in mem[w].items():
+            rows.append({"metric": f"memory_mb_m{int(w) + 1}", "t": float(mi + 1),
+                         "value": float(v) * tuple_bytes / 1e6 / factor,
+                         "unit": "MB (memory rule, paper scale)"})
+    for mi, v in mem.max(axis=1).items():
+        rows.append({"metric": "memory_mb_max", "t": float(mi + 1),
+                     "value": float(v) * tuple_bytes / 1e6 / factor,
+                     "unit": "MB (memory rule, paper scale)"})
+    out.series_rows = rows
+    cleanup = m[m["phase"] == "cleanup"]
+    dec = res.decisions if res.decisions is not None else pd.DataFrame()
+    action = dec["action"] if "action" in dec else pd.Series([], dtype=object)
+    stopped = bool(np.isfinite(stop_t))
+    normal_results = float(kept["outputs"].sum())
+    cleanup_results = float(cleanup["outputs"].sum()) if not stopped else float("nan")
+    expected = oracle_graph_count(frames, [("A", "key", "B", "key"), ("B", "key", "C", "key")])
+
+    mb = tuple_bytes / 1e6 / factor  # MB per state tuple at the paper's scale
+    pushed = kept[kept["pushes"].fillna(0) > 0] if "pushes" in kept else kept.iloc[:0]
+
+    def col(frame: pd.DataFrame, name: str) -> float:
+        return float(frame[name].fillna(0).sum()) if name in frame else 0.0
+
+    minutes = float(run.get("minutes", params.get("minutes", 0)))
+    out.metrics.update({
+        "normal_results": (normal_results, "rows"),
+        "cleanup_results": (cleanup_results, "rows"),
+        "total_results": (normal_results + (0 if stopped else cleanup_results), "rows"),
+        "oracle_rows": (float(expected), "rows"),
+        "throughput_per_minute": (normal_results / minutes if minutes else float("nan"),
+                                  "rows per virtual minute"),
+        "stopped_minute": ((stop_t - t_origin) / MINUTE_MS if stopped else float("nan"),
+                           "virtual minutes"),
+        "pushes": (col(normal, "pushes"), "count"),
+        "pushed_tuples": (col(normal, "pushed"), "tuples"),
+        "forced_pushes": (float((action == "forced_push").sum()), "count"),
+        "relocations": (float((action == "relocate").sum()), "count"),
+        "relocated_tuples": (float(dec.loc[action == "relocate", "tuples"].sum())
+                             if len(dec) else 0.0, "tuples"),
+        "relocation_modeled_seconds_max": (
+            float(dec.loc[action == "relocate", "modeled_seconds"].max())
+            if (action == "relocate").any() else 0.0, "modeled s"),
+        "cleanup_tuples_read": (col(cleanup, "cleanup_read"), "tuples"),
+        "cleanup_modeled_seconds": (float(cleanup.groupby("worker")["modeled_cost"].sum().max())
+                                    if len(cleanup) else 0.0, "modeled s"),
+        "cleanup_local_seconds": (float(cleanup.groupby("worker")["seconds"].sum().max())
+                                  if len(cleanup) else 0.0, "local wall s"),
+        "memory_budget_tuples": (float(budget) if budget else float("nan"), "tuples"),
+        "memory_mb_peak": (float(kept["mem"].max()) * mb if len(kept) else 0.0,
+                           "MB (memory rule, paper scale)"),
+        "memory_ratio_mean": (_balance(kept), "M_least / M_most"),
+        "first_push_minute": ((float(pushed["t1"].min()) - t_origin) / MINUTE_MS
+                              if len(pushed) else float("nan"), "virtual minutes"),
+        "input_tuples": (float(sum(len(f) for f in frames.values())), "tuples"),
+        "local_wall_time": (float(res.summary["local_wall_time"]), "local wall s"),
+    })
+    if stopped:
+        out.error = f"out of memory at minute {(stop_t - t_origin) / MINUTE_MS:.1f}"
+    elif int(normal_results + cleanup_results) != expected:
+        out.status = "error"
+        out.error = (f"normal {int(normal_results)} + clean-up {int(cleanup_results)} results, "
+                     f"the join has {expected}")
+    return out
