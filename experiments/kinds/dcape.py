@@ -53,6 +53,7 @@ def _balance(ticks: pd.DataFrame) -> float:
 
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
+    from joins.calibrated import cost_model
     from joins.online import run_stream
     from joins.oracle import oracle_graph_count
     from runtime.spark_session import get_spark
@@ -78,7 +79,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         res = run_stream(spark, inputs=frames, on="key", operator="dcape", joiners=machines,
                          time="t", tick=float(run["tick_ms"]), memory_budget_tuples=budget,
                          seed=int(params["seed"]), progress=pc.progress,
-                         partitions=min(machines, 2),
+                         partitions=min(machines, 2), cost=cost_model(pc.calibration, run),
                          # a state tuple here stands for 1/factor of the paper's tuples: the
                          # modeled relocation transfer moves the paper's bytes
                          tuple_bytes=tuple_bytes / factor, **op_params)

@@ -273,6 +273,9 @@ class DCape(MJoin):
                 pd.DataFrame({"tid": [], "key": [], "epoch": []})
             sides.append(f[f["key"].notna()])
         c["cleanup_read"] = c.get("cleanup_read", 0) + read
+        # what the cost model charges: every tuple joined once, a disk access per tuple read
+        c["probes"] += sum(len(f) for f in sides)
+        c["disk_probes"] += read
         count = _missing_count(sides)
         if cfg.want_pairs or cfg.pairs_dir is not None:
             tids = _missing_rows(sides)
