@@ -83,6 +83,8 @@ PARAM_DOCS: dict[str, str] = {
                "most used",
     "min_span": "least event time between two adaptations of the manager",
     "theta_f": "active-disk: the slowest machine pushes when Max_Rate/Min_Rate exceeds this",
+    "active_from": "active-disk pushes only once a machine holds this share of its budget (0: "
+                   "whenever rates differ, the paper's text)",
     "msg_seconds": "modeled latency of one control message of the relocation protocol (s)",
     "bandwidth": "modeled network bandwidth of a relocation (bytes/s)",
     "tuple_bytes": "modeled bytes of one state tuple (relocation transfer time)",

@@ -8,6 +8,9 @@
         [checkpoint_every=10] [checkpoint_dir=FOLDER]
     python -m joins stream operator=mjoin inputs=A=a.parquet,B=b.parquet,C=c.parquet \\
         on=k|a,b|A.x=B.x,B.y=C.y joiners=4 out=OUT.parquet ...
+    python -m joins stream operator=dcape inputs=A=a.parquet,B=b.parquet,C=c.parquet on=k \\
+        time=ts tick=5000 joiners=3 adapt=none|disk|relocate|lazy_disk|active_disk \\
+        budget=TUPLES out=OUT.parquet metrics=M.parquet [push=low_output push_percent=30 ..]
 
 on= is one column every input has, a composite key (a,b: columns every input has; x=y,a=b: R's
 and S's columns pair by pair; a null in any part matches nothing), or edges between inputs.

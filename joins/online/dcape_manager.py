@@ -12,7 +12,9 @@ from the machines' statistics, one per statistics tick at most.
   ``theta_f`` (Max_Rate/Min_Rate), the slowest machine is ordered to push ``push_percent`` of
   its state (its least productive groups), the pushes ordered in total capped at M_q - M_c:
   the query's memory (every arrival is state in a join without windows: all tuples) minus the
-  cluster's (machines x budget).
+  cluster's (machines x budget). The paper's text orders pushes whenever rates differ (the
+  default); ``active_from`` > 0 is the other reading, pushes only once the most used machine
+  holds that share of its budget (memory pressure).
 
 The statistics the machines report (memory, outputs, the groups a move may take) are exact
 per tick. The 8-step protocol's latency is modeled (``modeled_seconds`` of each decision):
@@ -36,12 +38,13 @@ class DCapeManager(Static):
     def __init__(self, layout: HashLayout, program_params: dict, *, adapt: str,
                  theta_d: float, min_span: float, theta_f: float, push_percent: float,
                  total_tuples: int, msg_seconds: float, bandwidth: float,
-                 tuple_bytes: float) -> None:
+                 tuple_bytes: float, active_from: float = 0.0) -> None:
         super().__init__(layout, program="dcape", program_params=program_params)
         self.adapt, self.theta_d, self.min_span, self.theta_f = adapt, theta_d, min_span, theta_f
         self.share = push_percent / 100.0
         self.total_tuples = total_tuples
         self.msg_seconds, self.bandwidth, self.tuple_bytes = msg_seconds, bandwidth, tuple_bytes
+        self.active_from = active_from
         self.last = -np.inf  # event time of the last adaptation
         self.forced = 0.0  # tuples ordered to disk so far (active-disk)
 
@@ -90,6 +93,8 @@ class DCapeManager(Static):
         if rate[slow] > 0 and rate.max() / rate[slow] <= self.theta_f:
             return None
         budget = m["budget"].max()
+        if mem.max() < self.active_from * budget:  # the other reading: only under pressure
+            return None
         room = self.total_tuples - len(workers) * budget - self.forced  # M_q - M_c - done
         if not budget > 0 or room <= 0 or mem[slow] <= 0:
             return None

@@ -148,7 +148,7 @@ def dcape(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
           skew_share: float = 2 / 3, adapt: str = "none", push: str = "low_output",
           push_percent: float = 30.0, theta_m: float = 1.0, theta_t: float | None = None,
           theta_d: float = 0.8, min_span: float = 45_000.0, theta_f: float = 2.0,
-          msg_seconds: float = 0.001, bandwidth: float = 125e6, tuple_bytes: float = 100.0,
+          active_from: float = 0.0, msg_seconds: float = 0.001, bandwidth: float = 125e6, tuple_bytes: float = 100.0,
           **extra):
     """D-CAPE (paper ``dcape``): an n-way symmetric hash join on one attribute over
     ``joiners`` machines, partitioned into ``groups`` partition groups (``by="mod"``: key mod
@@ -158,12 +158,13 @@ def dcape(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     ``push_percent`` of a machine's state by ``push`` when it passes ``theta_m`` x the budget),
     ``relocate`` (the manager moves groups when M_l/M_m < ``theta_d``, at least ``min_span``
     apart, no disk), ``lazy_disk`` (both, a spilled group never moves), ``active_disk``
-    (lazy-disk, and the slowest machine pushes when Max_Rate/Min_Rate > ``theta_f``). Times
+    (lazy-disk, and the slowest machine pushes when Max_Rate/Min_Rate > ``theta_f``; with
+    ``active_from`` > 0 only once a machine holds that share of its budget). Times
     (``theta_t``, ``min_span``) in the event-time column's unit; the modeled relocation
     latency uses ``msg_seconds``, ``bandwidth`` (bytes/s) and ``tuple_bytes``
     (:mod:`joins.online.programs.dcape`, :mod:`joins.online.dcape_manager`)."""
     from joins.online.dcape_manager import RELOCATING, DCapeManager
-    from joins.online.programs.dcape import ADAPT
+    from joins.online.programs.dcape import ADAPT, DCape
 
     _unused("dcape", extra)
     if band is not None:
@@ -190,11 +191,20 @@ def dcape(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     layout = HashLayout(owner, by)
     params = dict(groups=groups, by=by, adapt=adapt, push=push, push_percent=push_percent,
                   theta_m=theta_m, theta_t=theta_t, seed=seed)
+    DCape(**params)  # its checks (push, push_percent, theta_m) before any run starts
+    for name, v in (("theta_d", theta_d), ("theta_f", theta_f)):
+        if not v > 0:
+            raise ValueError(f"{name} must be > 0, got {v}")
+    if not 0 <= active_from <= 1:
+        raise ValueError(f"active_from must be in [0, 1], got {active_from}")
+    if not min_span >= 0:
+        raise ValueError(f"min_span must be >= 0, got {min_span}")
     if adapt not in RELOCATING:
         return Static(layout, program="dcape", program_params=params)
     return DCapeManager(layout, params, adapt=adapt, theta_d=theta_d, min_span=min_span,
                         theta_f=theta_f, push_percent=push_percent, total_tuples=n_r + n_s,
-                        msg_seconds=msg_seconds, bandwidth=bandwidth, tuple_bytes=tuple_bytes)
+                        msg_seconds=msg_seconds, bandwidth=bandwidth, tuple_bytes=tuple_bytes,
+                        active_from=active_from)
 
 
 def diner(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
