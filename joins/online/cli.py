@@ -315,8 +315,8 @@ def validate(args: dict) -> dict:
     on = args.get("on", "key")
     paths = _inputs(args)
     if len(paths) > 2 and op not in N_WAY:
-        raise UsageError(f"{op} joins two inputs; operator={' or '.join(N_WAY)} joins "
-                         f"{len(paths)}")
+        raise UsageError(f"{op} joins two inputs; operator={', '.join(N_WAY[:-1])} or "
+                         f"{N_WAY[-1]} joins {len(paths)}")
     try:
         graph = JoinGraph.parse(list(paths), on)
     except SourceError as e:
