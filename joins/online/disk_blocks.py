@@ -21,10 +21,12 @@ class BlockDisk:
 
     DTYPE = np.dtype([("key", "f8"), ("tid", "i8"), ("ats", "i8"), ("dts", "i8"),
                       ("last", "i8")])
-    DTYPE2 = np.dtype(DTYPE.descr + [("key2", "f8")])  # a second join attribute (MINER)
 
-    def __init__(self, folder: str | None, name: str, second_key: bool = False) -> None:
-        self.dtype = self.DTYPE2 if second_key else self.DTYPE
+    def __init__(self, folder: str | None, name: str, keys: int = 1) -> None:
+        """``keys``: join attributes per tuple (MINER's relations have one per edge: the
+        first is ``key``, the others ``key2``, ``key3``...)."""
+        self.dtype = np.dtype(self.DTYPE.descr + [(f"key{i}", "f8") for i in range(2, keys + 1)])
+        self.keys = keys
         self.folder = folder
         self.name = name
         self.sizes: list[int] = []  # tuples per block, block id - 1
@@ -49,12 +51,13 @@ class BlockDisk:
         return os.path.join(self.folder, f"{self.name}.blocks")
 
     def append(self, key: np.ndarray, tid: np.ndarray, ats: np.ndarray, dts: np.ndarray,
-               last: np.ndarray | None = None, key2: np.ndarray | None = None) -> int:
-        """Write a block (sorted here on the key, stable); returns its id (from 1)."""
+               last: np.ndarray | None = None, more: np.ndarray | None = None) -> int:
+        """Write a block (sorted here on the key, stable); returns its id (from 1). ``more``:
+        the other join attributes, one column each (``keys`` - 1 of them)."""
         order = np.argsort(key, kind="stable")
         rows = np.empty(len(key), dtype=self.dtype)
-        if key2 is not None:
-            rows["key2"] = key2[order]
+        for i in range(2, self.keys + 1):
+            rows[f"key{i}"] = more[order, i - 2]
         rows["key"], rows["tid"] = key[order], tid[order]
         rows["ats"], rows["dts"] = ats[order], dts[order]
         rows["last"] = -1 if last is None else last[order]

@@ -137,7 +137,66 @@ def test_miner_runs_the_star_too_and_wrong_graphs_are_refused():
     chain = _inputs(rng, {"R1": 20, "R2": 20, "R3": 20}, lambda g, n: g.integers(0, 9, n))
     with pytest.raises(ValueError, match="shared join attribute"):
         _run(chain, 30, operator="mjoin")
-    with pytest.raises(ValueError, match="chain"):  # R1 joined to R3: not consecutive
-        run_stream(None, inputs=chain, operator="miner", joiners=1, on="R1.a1=R3.a2,"
-                   "R2.a2=R3.a2", time="t", memory_budget_tuples=30, progress=False,
-                   backend="local")
+    with pytest.raises(ValueError, match="tree"):  # a cycle R1 - R2 - R3 - R1
+        run_stream(None, inputs=chain, operator="miner", joiners=1, on="R1.a1=R2.a1,"
+                   "R2.a2=R3.a2,R3.a2=R1.a1", time="t", memory_budget_tuples=30,
+                   progress=False, backend="local")
+
+
+# MINER on trees other than chains: a star on three attributes of its hub (the hub first or
+# last in the input order) and a snowflake (a spoke with a spoke of its own)
+TREES = {
+    "star": (["H", "S1", "S2", "S3"],
+             [("H", "a1", "S1", "a1"), ("H", "a2", "S2", "a2"), ("H", "a3", "S3", "a3")]),
+    "star_hub_last": (["S1", "S2", "S3", "H"],
+                      [("S1", "a1", "H", "a1"), ("H", "a2", "S2", "a2"),
+                       ("S3", "a3", "H", "a3")]),
+    "snowflake": (["S1", "H", "T1", "S2"],
+                  [("H", "a1", "S1", "a1"), ("S1", "b1", "T1", "b1"),
+                   ("H", "a2", "S2", "a2")]),
+}
+
+
+def _tree_inputs(rng, shape: str, sizes: list[int], domain: int) -> dict:
+    names, edges = TREES[shape]
+    cols = {nm: sorted({ca for a, ca, _, _ in edges if a == nm} |
+                       {cb for _, _, b, cb in edges if b == nm}) for nm in names}
+    return {nm: _rel(rng, n, cols[nm], lambda g, k: g.integers(0, domain, k), 0.5)
+            for nm, n in zip(names, sizes, strict=True)}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shape=st.sampled_from(sorted(TREES)),
+       sizes=st.lists(st.integers(0, 40), min_size=4, max_size=4), domain=st.integers(3, 8),
+       budget=st.integers(20, 120), block=st.integers(1, 6), outer=st.integers(1, 3),
+       new_arr=st.integers(0, 20), wait=st.floats(1.0, 60.0), seed=st.integers(0, 9))
+def test_property_miner_exact_on_stars_and_snowflakes(shape, sizes, domain, budget, block,
+                                                      outer, new_arr, wait, seed):
+    inputs = _tree_inputs(np.random.default_rng(seed), shape, sizes, domain)
+    edges = TREES[shape][1]
+    budget = max(budget, (outer + 4) * block + 2)
+    res = run_stream(None, inputs=inputs, operator="miner", joiners=1,
+                     on=",".join(f"{a}.{ca}={b}.{cb}" for a, ca, b, cb in edges), time="t",
+                     tick=400.0, memory_budget_tuples=budget, collect_output=True,
+                     progress=False, backend="local", tups_per_block=block,
+                     max_outer_mem=outer, max_new_arr=new_arr, wait_thresh=wait)
+    want = oracle_graph(inputs, edges)
+    assert_same_rows(res.output.drop(columns="phase"), want)
+    m = res.metrics
+    assert m["memory_max"].max() <= budget
+    reactive = m["outputs_reactive"].fillna(0).sum() if "outputs_reactive" in m else 0
+    assert reactive == (res.output["phase"] == "reactive").sum()
+
+
+def test_star_reactive_phase_runs_on_the_hub_attributes():
+    """With every relation flushed, the reactive phase joins hub and spoke blocks (the
+    odometer over a star's digits)."""
+    inputs = _tree_inputs(np.random.default_rng(1), "star", [120, 120, 120, 120], 6)
+    edges = TREES["star"][1]
+    res = run_stream(None, inputs=inputs, operator="miner", joiners=1,
+                     on=",".join(f"{a}.{ca}={b}.{cb}" for a, ca, b, cb in edges), time="t",
+                     tick=400.0, memory_budget_tuples=60, collect_output=True,
+                     progress=False, backend="local", tups_per_block=5, max_outer_mem=2,
+                     max_new_arr=0)
+    assert_same_rows(res.output.drop(columns="phase"), oracle_graph(inputs, edges))
+    assert (res.output["phase"] == "reactive").sum() > 0

@@ -1,6 +1,9 @@
-"""MINER (Bornea et al., TKDE, section 4; paper ``diner``): DINER for chain joins of n inputs,
-``R1 a1 R2 a2 R3 ... Rn`` on a different attribute per link, as a worker program; and MJoin's
-coordinated flushing (the paper's Fig 22 baseline) on the same machinery.
+"""MINER (Bornea et al., TKDE, section 4; paper ``diner``): DINER for multi-way joins of n
+inputs on a different attribute per link - chains ``R1 a1 R2 a2 R3 ... Rn``, stars (a hub
+relation joined to each spoke on another of its attributes) and snowflakes: any tree of
+equality edges (:class:`JoinTree`) - as a worker program; and MJoin's coordinated flushing
+(the paper's Fig 22 baseline) on the same machinery. The text below says "chain"; a tree's
+orders are :class:`JoinTree`'s.
 
 One worker holds the operator (the single-site loop of
 :mod:`joins.online.programs.single_site`): per relation its in-memory tuples with a key-sorted
@@ -65,23 +68,77 @@ NEVER = np.iinfo(np.int64).max  # DTS of a tuple still in memory
 CHUNK = 2000  # clean-up: outer tuples joined at a time (bounds the combinations in memory)
 
 
-def chain_of(cfg) -> tuple[list[int | None], list[int | None]]:
-    """Per input, the attribute slot joining its left and its right neighbour (inputs in
-    chain order: an edge links input i and i + 1)."""
-    n = cfg.inputs
-    left: list[int | None] = [None] * n
-    right: list[int | None] = [None] * n
-    for a, sa, b, sb in cfg.edges:
-        if b == a + 1:
-            right[a], left[b] = sa, sb
-        elif a == b + 1:
-            right[b], left[a] = sb, sa
+class JoinTree:
+    """The join graph of a MINER query, a tree of equality edges: per input its neighbours
+    with the attribute slot on each side. A chain (every edge between inputs i and i + 1: the
+    paper's R1 a1 R2 a2 R3 ...) keeps the paper's orders: combinations grow to the right side
+    first, and the odometer's fast digits are the right sequence. Any other tree (a star on
+    different attributes of a hub relation, a snowflake) grows breadth-first from the anchor,
+    and its odometer's slowest digit is the nearest relation, its fastest the last reached
+    (a leaf)."""
+
+    def __init__(self, n: int, edges) -> None:
+        self.n = n
+        self.adj: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]
+        for a, sa, b, sb in edges:
+            self.adj[a].append((b, sa, sb))
+            self.adj[b].append((a, sb, sa))
+        seen = self._bfs(0) if n else []
+        if len(edges) != n - 1 or len(seen) != n:
+            raise ValueError("MINER joins a tree of equality edges (a chain R1.a1=R2.a1,"
+                             "R2.a2=R3.a2,..., a star or a snowflake): every input connected, "
+                             "no cycle, one edge between two inputs")
+        self.path = all(abs(a - b) == 1 for a, _, b, _ in edges)
+        self.widths = [1 + max(sa for _, sa, _ in nb) if nb else 1 for nb in self.adj]
+
+    def _bfs(self, anchor: int) -> list[int]:
+        order, seen = [anchor], {anchor}
+        for x in order:
+            for y, _, _ in sorted(self.adj[x]):
+                if y not in seen:
+                    seen.add(y)
+                    order.append(y)
+        return order
+
+    def _slot(self, a: int, b: int) -> tuple[int, int]:
+        return next((sa, sb) for y, sa, sb in self.adj[a] if y == b)
+
+    def steps(self, anchor: int) -> list[tuple[int, int, int, int]]:
+        """The joins that grow a combination from the anchor: (from input, its slot, to input,
+        its slot); each input's step comes after the step that reached its neighbour."""
+        if self.path:
+            order = list(range(anchor + 1, self.n)) + list(range(anchor - 1, -1, -1))
+            frm = {k: k - 1 if k > anchor else k + 1 for k in order}
         else:
-            raise ValueError("MINER joins chains: name the inputs in chain order, each joined "
-                             "to the next (R1.a1=R2.a1, R2.a2=R3.a2, ...)")
-    if len(cfg.edges) != n - 1 or any(right[i] is None for i in range(n - 1)):
-        raise ValueError("MINER joins chains: exactly one edge between consecutive inputs")
-    return left, right
+            order, frm = self._bfs(anchor)[1:], {}
+            reached = {anchor}
+            for k in order:
+                frm[k] = next(y for y, _, _ in sorted(self.adj[k]) if y in reached)
+                reached.add(k)
+        out = []
+        for k in order:
+            mine, theirs = self._slot(frm[k], k)
+            out.append((frm[k], mine, k, theirs))
+        return out
+
+    def digits(self, outer: int) -> list[int]:
+        """The inner relations of a reactive unit, slowest digit first; the fastest is a leaf
+        as seen from the outer, so every other join can be made before its block is read."""
+        if self.path:
+            return list(range(outer - 1, -1, -1)) + list(range(outer + 1, self.n))
+        return self._bfs(outer)[1:]
+
+    def combos(self, sets: list[Tuples], anchor: int,
+               anchor_rows: np.ndarray | None = None) -> dict[int, np.ndarray]:
+        """Every combination of one tuple per set that matches along the tree, grown from the
+        anchor set: per input, the combination's row in its set."""
+        rows = np.arange(len(sets[anchor])) if anchor_rows is None else anchor_rows
+        combo = {anchor: rows}
+        for step in self.steps(anchor):
+            if not len(combo[anchor]):
+                return {k: EMPTY_I for k in range(len(sets))}
+            combo = extend(combo, sets, step)
+        return combo
 
 
 class Tuples:
@@ -104,15 +161,8 @@ class Tuples:
     @classmethod
     def of_rows(cls, rows: np.ndarray, width: int) -> Tuples:
         """Disk rows (BlockDisk's record array) as a set."""
-        vals = np.stack([rows["key"]] + ([rows["key2"]] if width > 1 else []), axis=1)
+        vals = np.stack([rows["key"]] + [rows[f"key{i}"] for i in range(2, width + 1)], axis=1)
         return cls(vals, rows["tid"], rows["ats"], rows["dts"])
-
-
-def chain_steps(n: int, anchor: int, left, right) -> list[tuple[int, int, int, int]]:
-    """The joins that grow a combination from the anchor outwards: (from input, its slot, to
-    input, its slot), the right side first."""
-    return [(k - 1, right[k - 1], k, left[k]) for k in range(anchor + 1, n)] + \
-        [(k + 1, left[k + 1], k, right[k]) for k in range(anchor - 1, -1, -1)]
 
 
 def extend(combo: dict[int, np.ndarray], sets: list[Tuples], step) -> dict[int, np.ndarray]:
@@ -124,19 +174,6 @@ def extend(combo: dict[int, np.ndarray], sets: list[Tuples], step) -> dict[int, 
     out = {k: r[pi] for k, r in combo.items()}
     out[to] = order[si]
     return out
-
-
-def chain_combos(sets: list[Tuples], anchor: int, left, right,
-                 anchor_rows: np.ndarray | None = None) -> dict[int, np.ndarray]:
-    """Every combination of one tuple per set that matches along the chain, grown from the
-    anchor set outwards: per input, the combination's row in its set."""
-    rows = np.arange(len(sets[anchor])) if anchor_rows is None else anchor_rows
-    combo = {anchor: rows}
-    for step in chain_steps(len(sets), anchor, left, right):
-        if not len(combo[anchor]):
-            return {k: EMPTY_I for k in range(len(sets))}
-        combo = extend(combo, sets, step)
-    return combo
 
 
 def not_met(sets: list[Tuples], combo: dict[int, np.ndarray]) -> np.ndarray:
@@ -230,7 +267,7 @@ class MinerState(SingleSiteState):
     lw: list = field(default_factory=list)  # per relation: LastLwVal per attribute
     up: list = field(default_factory=list)  # per relation: LastUpVal per attribute
     hand: dict = field(default_factory=dict)  # (relation, attribute) -> clock hand (key, ats)
-    chain: tuple = ()  # (left, right): each input's slots joining its neighbours
+    tree: JoinTree | None = None  # the join graph (a chain, a star, a snowflake)
     odo: Odometer = field(default_factory=Odometer)
 
 
@@ -244,17 +281,15 @@ class Miner(BlockNestedLoop):
     # --- set-up ---------------------------------------------------------------------------------
 
     def _widths(self, cfg) -> list[int]:
-        left, right = chain_of(cfg)
-        return [1 + max(s for s in (lt, rt) if s is not None) for lt, rt in zip(left, right,
-                                                                             strict=True)]
+        return JoinTree(cfg.inputs, cfg.edges).widths
 
     def _setup(self, ws, cfg) -> None:
         if ws.mem:
             return
         if getattr(cfg.kernel, "name", "equi") != "equi":
             raise ValueError(f"{self.name} joins on equality only")
-        widths = self._widths(cfg)
-        ws.chain = chain_of(cfg)
+        ws.tree = JoinTree(cfg.inputs, cfg.edges)
+        widths = ws.tree.widths
         ws.mem = [ChainMemory(w) for w in widths]
         ws.joins = [np.zeros((w, 3)) for w in widths]
         ws.lw = [np.full(w, -np.inf) for w in widths]
@@ -263,7 +298,7 @@ class Miner(BlockNestedLoop):
 
     def new_disk(self, cfg, ws, name):
         return BlockDisk(cfg.spill_dir, f"w{ws.wid}-{self.name}-{name}",
-                         second_key=ws.mem[int(name)].width > 1)
+                         keys=ws.mem[int(name)].width)
 
     def deliver(self, ws, d, ctx, c, out):
         self._setup(ws, ctx.config)
@@ -275,12 +310,11 @@ class Miner(BlockNestedLoop):
     # --- arriving phase -------------------------------------------------------------------------
 
     def arrive(self, ws, cfg, c, out, rel, key, tid):
-        left, right = ws.chain
         m = ws.mem[rel]
         vals = np.asarray(key[:m.width], float)
         sets = [x.tuples() for x in ws.mem]
         sets[rel] = Tuples(vals[None, :], np.array([tid]), np.array([ws.events]))
-        combo = chain_combos(sets, rel, left, right)
+        combo = ws.tree.combos(sets, rel)
         n = len(combo[rel])
         if n:
             for k in range(len(sets)):
@@ -344,7 +378,7 @@ class Miner(BlockNestedLoop):
 
     def _write(self, ws, rel: int, vals, tid, ats) -> None:
         ws.disk[rel].append(vals[:, 0], tid, ats, np.full(len(tid), ws.events),
-                            key2=vals[:, 1] if vals.shape[1] > 1 else None)
+                            more=vals[:, 1:])
         ws.stats["blocks_written"] += 1
         ws.clock += self.c_write
 
@@ -412,10 +446,10 @@ class Miner(BlockNestedLoop):
         odo.limits = have
         return boxes
 
-    def _digits(self, box: Box) -> list[int]:
-        """Inner relations, slow digit first: the left sequence, then the right (priority)."""
-        o = box.outer
-        return list(range(o - 1, -1, -1)) + list(range(o + 1, len(box.lo)))
+    def _digits(self, ws, box: Box) -> list[int]:
+        """Inner relations, slow digit first (a chain: the left sequence, then the right,
+        which has priority)."""
+        return ws.tree.digits(box.outer)
 
     def _next_box(self, ws) -> bool:
         odo = ws.odo
@@ -478,12 +512,11 @@ class Miner(BlockNestedLoop):
     def reactive_unit(self, ws, cfg, c, out, phase):
         """One unit: the outer batch with the current block of every inner relation."""
         odo = ws.odo
-        left, right = ws.chain
         if not self._next_box(ws):
             return False
         box = odo.box
         o = box.outer
-        digits = self._digits(box)
+        digits = self._digits(ws, box)
         if odo.batch is None:
             if odo.next_outer >= box.hi[o]:
                 odo.box = None
@@ -504,7 +537,7 @@ class Miner(BlockNestedLoop):
             sets[k] = odo.blocks[k][1]
         key = tuple(odo.pos[k] for k in slow)
         if odo.partial is None or odo.partial[0] != key:  # the slow digits moved
-            steps = chain_steps(len(sets), o, left, right)
+            steps = ws.tree.steps(o)
             last = next(st for st in steps if st[2] == fast)
             combo = {o: np.arange(len(odo.loaded))}
             for st in steps:
@@ -590,7 +623,7 @@ class Miner(BlockNestedLoop):
             return []
         o, rest = box.outer, []
         if odo.batch is not None:
-            digits = self._digits(box)
+            digits = self._digits(ws, box)
             for i, d in enumerate(digits + [None]):  # the odometer's remaining positions
                 lo, hi = list(box.lo), list(box.hi)
                 lo[o], hi[o] = odo.batch
@@ -614,7 +647,6 @@ class Miner(BlockNestedLoop):
             while len(m):
                 vals, tid, ats = m.remove(np.arange(min(self.block, len(m))))
                 self._write(ws, rel, vals, tid, ats)
-        left, right = ws.chain
         boxes = self._rest(ws) + ws.odo.queue
         ws.odo.box, ws.odo.queue = None, []
         boxes += self._round(ws) if all(len(d) for d in ws.disk) else []
@@ -628,8 +660,7 @@ class Miner(BlockNestedLoop):
             for start in range(0, len(sets[box.outer]), CHUNK):
                 rows = np.arange(start, min(start + CHUNK, len(sets[box.outer])))
                 c["probes"] += len(rows)
-                self._emit(cfg, out, sets, chain_combos(sets, box.outer, left, right, rows),
-                           None)
+                self._emit(cfg, out, sets, ws.tree.combos(sets, box.outer, rows), None)
             ws.clock += self.c_join
 
 
@@ -653,13 +684,15 @@ class MJoinCoordinated(Miner):
         self.n_part = n_part
 
     def _setup(self, ws, cfg) -> None:
+        if ws.mem:
+            return
         star = "MJoin's coordinated flushing needs one shared join attribute: on=a, or the " \
-            "star's edges between consecutive inputs (R1.a=R2.a,R2.a=R3.a,...)"
+            "star's edges on one attribute (R1.a=R2.a,R2.a=R3.a,...)"
         try:
             widths = self._widths(cfg)
         except ValueError as e:
             raise ValueError(star) from e
-        if not ws.mem and any(w != 1 for w in widths):
+        if any(w != 1 for w in widths):
             raise ValueError(star)
         super()._setup(ws, cfg)
 
