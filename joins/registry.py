@@ -98,7 +98,8 @@ ALGORITHMS: dict[str, Algorithm] = {
                   "run pairs merged after the last arrival; band joins too (DINER's "
                   "baseline)"),
         Algorithm("miner", "online", "diner", "joins.online.operators:miner", ("inner",),
-                  "MINER: DINER for chain joins of n inputs on different attributes, an index "
+                  "MINER: DINER for chain, star and snowflake joins of n inputs on different "
+                  "attributes, an index "
                   "and Up/Md/Lw areas per attribute, odometer ReactiveNL, clean-up"),
         Algorithm("dcape", "online", "dcape", "joins.online.operators:dcape", ("inner",),
                   "D-CAPE: n-way hash join over machines in 300 partition groups, state "

@@ -278,8 +278,9 @@ def miner(joiners: int = 1, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
           tups_per_block: int = 50, max_outer_mem: int = 19, max_new_arr: int = 1000,
           wait_thresh: float = 25.0, c_read: float = 0.2, c_write: float = 0.2,
           c_join: float = 0.05, c_arrive: float = 0.0, **extra):
-    """MINER (paper ``diner``, section 4): DINER for chain joins of n inputs on different
-    attributes (``on="R1.a1=R2.a1,R2.a2=R3.a2,..."``, inputs in chain order), one site under the
+    """MINER (paper ``diner``, section 4): DINER for joins of n inputs on different attributes
+    along a tree of edges - a chain (``on="R1.a1=R2.a1,R2.a2=R3.a2,..."``, inputs in chain
+    order), a star on a hub's attributes or a snowflake - one site under the
     memory budget, an index and Up/Md/Lw areas per join attribute, the odometer reactive phase
     and the clean-up (:mod:`joins.online.programs.miner`). Equality joins."""
     return _one_site("miner", joiners, band, extra, hash_based=True,

@@ -22,7 +22,7 @@ PROGRAMS: dict[str, str] = {
     "rpj": "joins.online.programs.rpj:RateBasedProgressive",  # RPJ (DINER's baseline)
     "xjoin": "joins.online.programs.xjoin:XJoin",  # XJoin (DINER's baseline)
     "pmj": "joins.online.programs.pmj:ProgressiveMerge",  # PMJ (DINER's band-join baseline)
-    "miner": "joins.online.programs.miner:Miner",  # MINER: DINER for chain joins
+    "miner": "joins.online.programs.miner:Miner",  # MINER: DINER for chain/star/snowflake joins
     "mjoin_flush": "joins.online.programs.miner:MJoinCoordinated",  # MJoin, coordinated flush
     "dcape": "joins.online.programs.dcape:DCape",  # D-CAPE's machine: groups, spill, moves
 }
