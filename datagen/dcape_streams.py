@@ -102,11 +102,16 @@ def phase_of(p: Params, t_ms: np.ndarray) -> np.ndarray:
 
 
 def _times(p: Params, rng: np.random.Generator) -> np.ndarray:
-    n = int(p.minutes * MINUTE_MS / p.interarrival_ms)
+    span = p.minutes * MINUTE_MS
+    n = int(span / p.interarrival_ms)
     if p.arrivals == "constant":
         return (np.arange(n) + 1) * p.interarrival_ms
-    t = np.cumsum(rng.exponential(p.interarrival_ms, n))
-    return t[t <= p.minutes * MINUTE_MS]
+    # a Poisson process over the whole span: enough gaps that their sum passes the span (n
+    # gaps alone fall short half the time, which would leave the last minute part-empty)
+    t = np.cumsum(rng.exponential(p.interarrival_ms, n + int(10 * np.sqrt(n)) + 20))
+    while t[-1] <= span:
+        t = np.concatenate([t, t[-1] + np.cumsum(rng.exponential(p.interarrival_ms, n + 20))])
+    return t[t <= span]
 
 
 def _partitions(p: Params, rng: np.random.Generator, t: np.ndarray) -> np.ndarray:
