@@ -49,7 +49,7 @@ def point_settings(pc: PointContext) -> dict[str, Any]:
     return settings
 
 
-def _cached_value(cache: Path, field: str, compute) -> Any:
+def cached_value(cache: Path, field: str, compute) -> Any:
     """A value kept as JSON next to the generated inputs, computed once (atomic write)."""
     if cache.exists():
         return json.loads(cache.read_text())[field]
@@ -76,7 +76,7 @@ def _oracle_rows(folder: Path, left: str, right: str, on: str, how: str,
             rows = (rows + (keyed_rows if self_join == "diagonal" else -keyed_rows)) // 2
         return rows
 
-    return int(_cached_value(folder / f"oracle-{left}-{right}-{on}-{how}-{self_join}.json",
+    return int(cached_value(folder / f"oracle-{left}-{right}-{on}-{how}-{self_join}.json",
                              "rows", count))
 
 
@@ -88,7 +88,7 @@ def _agreed_checksum(folder: Path, left: str, right: str, on: str, how: str,
     runs on the same inputs and join type hash to the same sum; the layout is part of the key.
     """
     layout = hashlib.sha256(",".join(columns).encode()).hexdigest()[:8]
-    return int(_cached_value(folder / f"checksum-{left}-{right}-{on}-{how}-{layout}.json",
+    return int(cached_value(folder / f"checksum-{left}-{right}-{on}-{how}-{layout}.json",
                              "checksum", lambda: str(checksum)))
 
 

@@ -24,7 +24,6 @@ paper's out-of-memory error): its series end at that minute and ``stopped_minute
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,7 @@ import pandas as pd
 
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
+from experiments.kinds.query_inputs import join_count, read_query
 
 MINUTE_MS = 60_000.0
 
@@ -55,7 +55,6 @@ def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from joins.calibrated import cost_model
     from joins.online import run_stream
-    from joins.oracle import oracle_graph_count
     from runtime.spark_session import get_spark
 
     s = point_settings(pc)
@@ -67,8 +66,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     out = PointOutcome(status="ok", spark_version=spark.version,
                        spark_master=spark.sparkContext.master)
     folder = Path(materialize("dcape_streams", params, progress=pc.progress))
-    q = json.loads((folder / "query.json").read_text())
-    frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in q["inputs"]}
+    frames, on, edges = read_query(folder)
     tuple_bytes = float(run["tuple_bytes"])
     cap_mb = run.get("capacity_mb")
     budget = None if cap_mb is None else \
@@ -76,7 +74,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     machines = int(run["machines"])
     op_params = dict(run.get("operator_params") or {})
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
-        res = run_stream(spark, inputs=frames, on="key", operator="dcape", joiners=machines,
+        res = run_stream(spark, inputs=frames, on=on, operator="dcape", joiners=machines,
                          time="t", tick=float(run["tick_ms"]), memory_budget_tuples=budget,
                          seed=int(params["seed"]), progress=pc.progress,
                          partitions=min(machines, 2), cost=cost_model(pc.calibration, run),
@@ -93,6 +91,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     t0 = normal["t0"].to_numpy()
     t0 = np.where(np.isnan(t0), np.nanmax(t0) if np.isfinite(t0).any() else t_origin, t0)
     minute = np.floor((t0 - t_origin) / MINUTE_MS).astype(np.int64)  # after-stream ticks: last
+    mb = tuple_bytes / 1e6 / factor  # MB per state tuple at the paper's scale
     normal = normal.assign(minute=minute, mem=normal[
         [c for c in normal.columns if c.startswith("stored_")]].sum(axis=1))
     kept = normal[normal["t0"] < stop_t]
@@ -108,11 +107,11 @@ def run_point(pc: PointContext) -> PointOutcome:
     for w in mem.columns:
         for mi, v in mem[w].items():
             rows.append({"metric": f"memory_mb_m{int(w) + 1}", "t": float(mi + 1),
-                         "value": float(v) * tuple_bytes / 1e6 / factor,
+                         "value": float(v) * mb,
                          "unit": "MB (memory rule, paper scale)"})
     for mi, v in mem.max(axis=1).items():
         rows.append({"metric": "memory_mb_max", "t": float(mi + 1),
-                     "value": float(v) * tuple_bytes / 1e6 / factor,
+                     "value": float(v) * mb,
                      "unit": "MB (memory rule, paper scale)"})
     out.series_rows = rows
     cleanup = m[m["phase"] == "cleanup"]
@@ -121,9 +120,8 @@ def run_point(pc: PointContext) -> PointOutcome:
     stopped = bool(np.isfinite(stop_t))
     normal_results = float(kept["outputs"].sum())
     cleanup_results = float(cleanup["outputs"].sum()) if not stopped else float("nan")
-    expected = oracle_graph_count(frames, [("A", "key", "B", "key"), ("B", "key", "C", "key")])
+    expected = join_count(folder, frames, edges)
 
-    mb = tuple_bytes / 1e6 / factor  # MB per state tuple at the paper's scale
     pushed = kept[kept["pushes"].fillna(0) > 0] if "pushes" in kept else kept.iloc[:0]
 
     def col(frame: pd.DataFrame, name: str) -> float:
@@ -140,7 +138,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         "stopped_minute": ((stop_t - t_origin) / MINUTE_MS if stopped else float("nan"),
                            "virtual minutes"),
         "pushes": (col(normal, "pushes"), "count"),
-        "pushed_tuples": (col(normal, "pushed"), "tuples"),
+        "pushed_tuples": (col(normal, "spilled"), "tuples"),
         "forced_pushes": (float((action == "forced_push").sum()), "count"),
         "relocations": (float((action == "relocate").sum()), "count"),
         "relocated_tuples": (float(dec.loc[action == "relocate", "tuples"].sum())

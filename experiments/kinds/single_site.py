@@ -25,7 +25,6 @@ DuckDB's count for n inputs).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -33,6 +32,7 @@ import pandas as pd
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
 from experiments.kinds.online_join import band_outputs
+from experiments.kinds.query_inputs import join_count, read_query
 
 
 def _table(folder: Path, name: str) -> pd.DataFrame:
@@ -51,7 +51,6 @@ def exact_join_size(r: pd.DataFrame, s: pd.DataFrame, band: float = 0) -> int:
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from joins.online import run_stream
-    from joins.oracle import oracle_graph_count
     from runtime.spark_session import get_spark
 
     s = point_settings(pc)
@@ -62,11 +61,9 @@ def run_point(pc: PointContext) -> PointOutcome:
     out = PointOutcome(status="ok", spark_version=spark.version,
                        spark_master=spark.sparkContext.master)
     folder = Path(materialize(wl["generator"], params, progress=pc.progress))
-    query = folder / "query.json"
-    if query.exists():  # n inputs joined along edges (MINER's chains and stars)
-        q = json.loads(query.read_text())
-        frames = {name: _table(folder, name) for name in q["inputs"]}
-        on = ",".join(q["edges"])
+    query = read_query(folder)
+    if query is not None:  # n inputs joined along edges (MINER's chains and stars)
+        frames, on, edges = query
     else:
         frames = {"R": _table(folder, "R"), "S": _table(folder, "S")}
         on = None
@@ -100,10 +97,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     online = arriving + reactive
     last = m.iloc[-1]
     if on:
-        edges = [tuple(side.split(".")[0] for side in e.split("=")) for e in q["edges"]]
-        cols = [tuple(side.split(".")[1] for side in e.split("=")) for e in q["edges"]]
-        expected = oracle_graph_count(frames, [(a, ca, b, cb) for (a, b), (ca, cb) in
-                                               zip(edges, cols, strict=True)])
+        expected = join_count(folder, frames, edges)
     else:
         expected = exact_join_size(frames["R"], frames["S"], run.get("band") or 0)
     out.metrics.update({

@@ -73,7 +73,7 @@ def test_disk_pushes_with_cleanup(push, share):
     # a push frees at least its share of the machine's memory at that tick
     pushed = m[m["pushes"].fillna(0) > 0]
     stored = pushed[[c for c in m.columns if c.startswith("stored_")]].sum(axis=1)
-    assert (pushed["pushed"] >= share / 100 * (stored + pushed["pushed"]) - 1e-9).all()
+    assert (pushed["spilled"] >= share / 100 * (stored + pushed["spilled"]) - 1e-9).all()
 
 
 def test_group_pushed_three_times():
@@ -170,7 +170,7 @@ def test_spark_and_local_backends_agree(spark):
                           collect_output=True, progress=False, groups=30, adapt="lazy_disk",
                           assign="skewed", min_span=20_000.0)
     _check(on_spark, inputs)
-    cols = ["batch", "worker", "outputs", "pushes", "pushed"]
+    cols = ["batch", "worker", "outputs", "pushes", "spilled"]
     a = local.metrics[cols].fillna(0).sort_values(["batch", "worker"]).reset_index(drop=True)
     b = on_spark.metrics[cols].fillna(0).sort_values(["batch", "worker"]).reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b, check_dtype=False)

@@ -68,7 +68,6 @@ class DCapeState(MJoinState):
     disk_tuples: int = 0
     pushes: int = 0  # pushes so far (local and forced)
     forced: int = 0  # of which ordered by the manager (active-disk)
-    pushed_tuples: int = 0
     moving: bool = False  # a relocation touches this machine this tick (no push meanwhile)
     oom: bool = False
     spill_dir: str | None = None  # the run's folder for push files (set at every tick)
@@ -192,8 +191,8 @@ class DCape(MJoin):
         ws.disk_tuples += moved
         ws.pushes += 1
         ws.forced += int(forced)
-        ws.pushed_tuples += moved
-        for k, v in (("pushes", 1), ("forced_pushes", int(forced)), ("pushed", moved)):
+        # this tick's counts; the pushed tuples are the engine's "spilled" (what it charges)
+        for k, v in (("pushes", 1), ("forced_pushes", int(forced)), ("spilled", moved)):
             ws.tick[k] = ws.tick.get(k, 0) + v
         return moved
 
@@ -208,7 +207,6 @@ class DCape(MJoin):
         ws.moving = False
         for k, v in ws.tick.items():
             c[k] = c.get(k, 0) + v
-        c["spilled"] += ws.tick.get("pushed", 0)
         ws.tick = {}
         if budget is None:
             return False
@@ -316,7 +314,6 @@ def _missing_count(sides: list[pd.DataFrame]) -> int:
 def _missing_rows(sides: list[pd.DataFrame]) -> tuple[np.ndarray, ...]:
     """The missing combinations themselves (tids per input): a key join whose epochs differ."""
     out = sides[0].rename(columns={"tid": "t0", "epoch": "e0"})
-    same = None
     for i, f in enumerate(sides[1:], 1):
         out = out.merge(f.rename(columns={"tid": f"t{i}", "epoch": f"e{i}"}), on="key")
     same = np.ones(len(out), bool)

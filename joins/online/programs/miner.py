@@ -90,6 +90,9 @@ class JoinTree:
                              "no cycle, one edge between two inputs")
         self.path = all(abs(a - b) == 1 for a, _, b, _ in edges)
         self.widths = [1 + max(sa for _, sa, _ in nb) if nb else 1 for nb in self.adj]
+        # per anchor, computed once: every arrival and reactive unit reads them
+        self._steps = [self._grow(a) for a in range(n)]
+        self._digits = [self._odometer(a) for a in range(n)]
 
     def _bfs(self, anchor: int) -> list[int]:
         order, seen = [anchor], {anchor}
@@ -106,6 +109,14 @@ class JoinTree:
     def steps(self, anchor: int) -> list[tuple[int, int, int, int]]:
         """The joins that grow a combination from the anchor: (from input, its slot, to input,
         its slot); each input's step comes after the step that reached its neighbour."""
+        return self._steps[anchor]
+
+    def digits(self, outer: int) -> list[int]:
+        """The inner relations of a reactive unit, slowest digit first; the fastest is a leaf
+        as seen from the outer, so every other join can be made before its block is read."""
+        return self._digits[outer]
+
+    def _grow(self, anchor: int) -> list[tuple[int, int, int, int]]:
         if self.path:
             order = list(range(anchor + 1, self.n)) + list(range(anchor - 1, -1, -1))
             frm = {k: k - 1 if k > anchor else k + 1 for k in order}
@@ -121,9 +132,7 @@ class JoinTree:
             out.append((frm[k], mine, k, theirs))
         return out
 
-    def digits(self, outer: int) -> list[int]:
-        """The inner relations of a reactive unit, slowest digit first; the fastest is a leaf
-        as seen from the outer, so every other join can be made before its block is read."""
+    def _odometer(self, outer: int) -> list[int]:
         if self.path:
             return list(range(outer - 1, -1, -1)) + list(range(outer + 1, self.n))
         return self._bfs(outer)[1:]
