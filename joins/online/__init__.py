@@ -199,7 +199,7 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
             summary["reliable_checkpoints"] = len(res.checkpoints)
         out_df = None
         if collect_output:
-            out_df = _pandas_output(rels, prefixes, res.pairs, res.phases)
+            out_df = _pandas_output(rels, prefixes, res.pairs, res.phases, res.produced_at)
         if output is not None:
             _write_output(spark, rels, prefixes, pairs_dir, Path(output))
             shutil.rmtree(pairs_dir, ignore_errors=True)
@@ -330,7 +330,8 @@ def _summary(m, res, stream, policy, cost, joiners, budget) -> dict:
     return out
 
 
-def _pandas_output(rels, prefixes, tids: tuple[np.ndarray, ...], phases) -> pd.DataFrame:
+def _pandas_output(rels, prefixes, tids: tuple[np.ndarray, ...], phases,
+                   produced_at) -> pd.DataFrame:
     from joins.online.source import TID, nullable_integers
 
     parts = []
@@ -345,12 +346,14 @@ def _pandas_output(rels, prefixes, tids: tuple[np.ndarray, ...], phases) -> pd.D
         parts.append(f)
     out = pd.concat(parts, axis=1)
     out["phase"] = np.asarray(phases, dtype=object) if len(out) else pd.Series([], dtype=object)
+    out["produced_at"] = np.asarray(produced_at, dtype=float) if len(out) else \
+        pd.Series([], dtype=float)
     return out
 
 
 def _write_output(spark, rels, prefixes, pairs_dir: Path, output: Path) -> None:
     """Result rows as Parquet: tid tuples joined back to every input's columns (late
-    materialisation), with the phase that produced each row."""
+    materialisation), with the phase that produced each row and its virtual time."""
     import pyarrow as pa
     from pyspark.sql import functions as F
 
@@ -369,7 +372,7 @@ def _write_output(spark, rels, prefixes, pairs_dir: Path, output: Path) -> None:
         out = spark.read.parquet(str(pairs_dir))
     else:
         out = spark.createDataFrame([], ", ".join(f"tid_{i} long" for i in range(n)) +
-                                    ", phase string")
+                                    ", phase string, produced_at double")
     cols = []
     for i, (rel, prefix) in enumerate(zip(rels, prefixes, strict=True)):
         side = sdf(rel)
@@ -377,4 +380,5 @@ def _write_output(spark, rels, prefixes, pairs_dir: Path, output: Path) -> None:
         sp = prefixed(side.select(TID, *names), prefix)
         out = out.join(sp, out[f"tid_{i}"] == sp[prefix + TID])
         cols += [F.col(prefix + c) for c in names]
-    out.select(*cols, F.col("phase")).write.mode("overwrite").parquet(str(output))
+    out.select(*cols, F.col("phase"), F.col("produced_at")).write.mode("overwrite") \
+        .parquet(str(output))

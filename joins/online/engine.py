@@ -144,6 +144,7 @@ class EngineResult:
     batch_of_tuple: np.ndarray = field(repr=False, default=None)
     epoch_starts: list = field(default_factory=list)
     phases: list = field(default_factory=list)  # phase of each pairs array (want_pairs)
+    produced_at: np.ndarray | None = None  # the virtual time each result row was produced at
     checkpoints: list = field(default_factory=list)  # (step, folder) of reliable checkpoints
 
 
@@ -643,4 +644,6 @@ class Engine:
             res.phases = np.concatenate([np.full(len(p[0]), ph) for p, ph in
                                          zip(pairs, phases, strict=True)]) if pairs \
                 else np.zeros(0, str)
+            res.produced_at = np.concatenate([p[n_in] for p in pairs]).astype(float) \
+                if pairs else np.zeros(0)
         return res

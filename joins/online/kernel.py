@@ -167,31 +167,39 @@ class ProbeResult:
     """Output of probing: an exact count, and the result rows as tid tuples (one array per
     input: (r_tid, s_tid) for two inputs) when asked for. A worker program may label outputs
     with a phase of its own (DINER's ``arriving``, ``reactive``); unlabelled outputs belong to
-    the engine's phase (``normal`` or ``cleanup``)."""
+    the engine's phase (``normal`` or ``cleanup``). A program with a virtual clock sets
+    ``clock`` (a callable) and each row keeps the time it was produced at; without one it is
+    NaN (the engine then gives the tick's end)."""
 
-    __slots__ = ("count", "rows", "by_phase")
+    __slots__ = ("count", "rows", "by_phase", "clock")
 
     def __init__(self) -> None:
         self.count = 0
-        self.rows: list[tuple[str | None, tuple[np.ndarray, ...]]] = []
+        self.rows: list[tuple[str | None, float, tuple[np.ndarray, ...]]] = []
         self.by_phase: dict[str, int] = {}  # outputs of program-named phases
+        self.clock = None
 
     def add(self, n: int, *tids: np.ndarray, phase: str | None = None) -> None:
         self.count += int(n)
         if phase is not None:
             self.by_phase[phase] = self.by_phase.get(phase, 0) + int(n)
         if tids and tids[0] is not None and len(tids[0]):
-            self.rows.append((phase, tids))
+            at = float(self.clock()) if self.clock is not None else np.nan
+            self.rows.append((phase, at, tids))
 
     def pairs(self, width: int = 2) -> tuple[np.ndarray, ...]:
-        return _stack([t for _, t in self.rows], width)
+        return _stack([t for _, _, t in self.rows], width)
 
-    def pairs_by_phase(self, width: int, default: str) -> dict[str, tuple[np.ndarray, ...]]:
-        """The rows grouped by phase (unlabelled ones under ``default``)."""
+    def pairs_by_phase(self, width: int, default: str,
+                       at: float = np.nan) -> dict[str, tuple[np.ndarray, ...]]:
+        """The rows grouped by phase (unlabelled ones under ``default``): ``width`` tid arrays
+        and the virtual time each row was produced at (``at`` where the program has no
+        clock)."""
         groups: dict[str, list] = {}
-        for ph, t in self.rows:
-            groups.setdefault(ph or default, []).append(t)
-        return {ph: _stack(rows, width) for ph, rows in groups.items()}
+        for ph, t_at, t in self.rows:
+            when = np.full(len(t[0]), at if np.isnan(t_at) else t_at)
+            groups.setdefault(ph or default, []).append((*t, when))
+        return {ph: _stack(rows, width + 1) for ph, rows in groups.items()}
 
 
 def _stack(rows: list[tuple[np.ndarray, ...]], width: int) -> tuple[np.ndarray, ...]:

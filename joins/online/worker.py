@@ -260,7 +260,7 @@ def step(pid: int, records, report) -> PartitionState:
                     row[f"outputs_{ph}"] = n
                 rows.append(row)
                 if want:
-                    for ph, arrays in o.pairs_by_phase(n_in, phase).items():
+                    for ph, arrays in o.pairs_by_phase(n_in, phase, op.t1).items():
                         pairs.setdefault(ph, []).append(arrays)
             counts.clear()
             outs.clear()
@@ -310,7 +310,7 @@ def step(pid: int, records, report) -> PartitionState:
     payload = {"rows": rows, "outboxes": outboxes, "outgoing": len(state.outgoing)}
     if want:
         tids = {ph: [np.concatenate([p[k] for p in lst]) if lst else np.zeros(0, np.int64)
-                     for k in range(n_in)] for ph, lst in pairs.items()}
+                     for k in range(n_in + 1)] for ph, lst in pairs.items()}  # + produced_at
         if cfg.pairs_dir is not None:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -320,7 +320,8 @@ def step(pid: int, records, report) -> PartitionState:
                     continue
                 path = os.path.join(cfg.pairs_dir, f"b{chunk.batch:06d}-p{pid:04d}-{ph}.parquet")
                 table = pa.table({**{f"tid_{k}": cols[k] for k in range(n_in)},
-                                  "phase": [ph] * len(cols[0])})
+                                  "phase": [ph] * len(cols[0]),
+                                  "produced_at": cols[n_in].astype(float)})
                 commit_file(path, partial(pq.write_table, table))  # one file per task
         if cfg.want_pairs:
             payload["pairs"] = tids

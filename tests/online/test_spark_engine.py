@@ -86,7 +86,7 @@ def test_parquet_and_spark_inputs_written_output(spark, tmp_path):
     res = run_stream(spark, str(tmp_path / "R.parquet"), to_spark(spark, s), operator="static_mid",
                      joiners=4, batch_size=200, output=out, progress=False)
     written = pd.read_parquet(out)
-    assert list(written.columns) == ["l_key", "l_a", "r_key", "r_b", "phase"]
+    assert list(written.columns) == ["l_key", "l_a", "r_key", "r_b", "phase", "produced_at"]
     assert set(written["phase"]) <= {"normal"}
     assert_same_rows(written, oracle_join(r, s))
     assert res.summary["outputs"] == len(written)

@@ -332,6 +332,8 @@ class Diner(BlockNestedLoop):
             self.block * max(1, min(ws.outer_cap or self.max_outer_mem,
                                     cfg.budget_tuples // self.block - 1))
         need = batch + self.block
+        if self.buffered(ws) + need > cfg.budget_tuples:
+            return False  # not even an empty memory holds a unit: flush nothing for it
         self._make_room(ws, cfg, need)
         if sum(self.in_memory(ws)) + self.buffered(ws) + need > cfg.budget_tuples:
             return False

@@ -487,12 +487,8 @@ class Miner(BlockNestedLoop):
         return cap
 
     def hand_over(self, ws, cfg, buffered):
-        """More than MaxNewArr arrivals wait, or no memory for a unit, or the last arrival has
-        passed: the buffer can no longer grow, and the disk join is the clean-up's (a choice:
-        the paper's rule would finish the whole n-way disk join, unit by unit, before the last
-        few arrivals are processed)."""
-        if ws.ended and ws.clock >= ws.horizon:
-            return True
+        """More than MaxNewArr arrivals wait, or no memory for a unit (after the last arrival
+        the engine's loop hands over: the disk join left is the clean-up's)."""
         return buffered > self.max_new_arr or not self._room_for_a_unit(ws, cfg)
 
     def on_hand_over(self, ws):

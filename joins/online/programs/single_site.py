@@ -110,6 +110,7 @@ class SingleSite(Program):
 
     def deliver(self, ws, d, ctx, c, out):
         cfg = ctx.config
+        out.clock = lambda: ws.clock  # each result row keeps the virtual time it came at
         if not ws.disk:  # one disk partition per relation, in the run's spill folder
             ws.disk = [self.new_disk(cfg, ws, str(r)) for r in range(cfg.inputs)]
         order = np.argsort(d.seq, kind="stable")
@@ -140,6 +141,7 @@ class SingleSite(Program):
 
     def cleanup(self, ws, pieces, ctx, c, out):
         cfg = ctx.config
+        out.clock = lambda: ws.clock
         ws.ended = True
         self.advance(ws, cfg, c, out, final=True)
         if ws.reactive_mode:
@@ -172,7 +174,11 @@ class SingleSite(Program):
                 return  # arrivals up to the clock may not be delivered yet: wait for them
             if ws.reactive_mode:
                 buffered = self.buffered(ws)
-                if not self.work_left(ws) or self.hand_over(ws, cfg, buffered):
+                # after the last arrival the disk work left is the clean-up's (a choice: the
+                # papers' rule would run it unit by unit as "reactive"; results produced with
+                # no arrival to come are not online)
+                done = final and not len(ws.pend_t)
+                if done or not self.work_left(ws) or self.hand_over(ws, cfg, buffered):
                     self._end_reactive(ws, buffered)
                     continue
                 if not final and ws.clock >= ws.horizon:
