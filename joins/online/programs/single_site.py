@@ -174,10 +174,10 @@ class SingleSite(Program):
                 return  # arrivals up to the clock may not be delivered yet: wait for them
             if ws.reactive_mode:
                 buffered = self.buffered(ws)
-                # after the last arrival the disk work left is the clean-up's (a choice: the
-                # papers' rule would run it unit by unit as "reactive"; results produced with
-                # no arrival to come are not online)
-                done = final and not len(ws.pend_t)
+                # once the clock passes the last arrival the disk work left is the clean-up's (a
+                # choice: the papers' rule would run it unit by unit as "reactive" while the
+                # last arrivals wait; results produced with no arrival to come are not online)
+                done = final and ws.clock >= ws.horizon
                 if done or not self.work_left(ws) or self.hand_over(ws, cfg, buffered):
                     self._end_reactive(ws, buffered)
                     continue
