@@ -76,7 +76,11 @@ ALGORITHMS: dict[str, Algorithm] = {
         # The online engine's operators shared by the BiStream, DINER and D-CAPE papers
         Algorithm("join_biclique", "online", "bistream", "joins.online.operators:join_biclique",
                   ("inner",), "BiStream join-biclique: R units and S units, random routing, "
-                  "each tuple stored once and probing the other side"),
+                  "each tuple stored once and probing the other side (random or ContRand "
+                  "routing)"),
+        Algorithm("join_matrix", "online", "bistream", "joins.online.operators:join_matrix",
+                  ("inner",), "BiStream's JM baseline: static sqrt(x) x sqrt(x) join-matrix, "
+                  "each tuple stored along a row (R) or a column (S)"),
         Algorithm("mjoin", "online", "diner", "joins.online.operators:mjoin", ("inner",),
                   "MJoin: n-way symmetric hash join (DINER's baseline, D-CAPE's per-machine "
                   "join)"),

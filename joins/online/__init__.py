@@ -23,6 +23,7 @@ import pandas as pd
 from joins.online.controller import Static, ilf_opt
 from joins.online.cost import CostModel
 from joins.online.kernel import Equi
+from joins.online.layouts import ContRandLayout
 
 __all__ = ["StreamResult", "run_stream", "CostModel"]
 
@@ -142,6 +143,13 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         stream = source.build_stream(rels, order=order, seed=seed, k=k, band=band,
                                      order_params=order_params, graph=graph)
         extra = {"graph": graph} if "graph" in signature_params(factory) else {}
+        if band is not None and operator_params.get("contrand") and \
+                operator_params.get("key_range") is None:
+            # ContRand's range subgroups split the key domain (known in advance for a finite
+            # input, as TPC-H's orderkey domain is)
+            known = stream.key[~np.isnan(stream.key)]
+            extra["key_range"] = (float(known.min()), float(known.max())) if len(known) \
+                else (0.0, 0.0)
         policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
                          band=band, **extra, **operator_params)
         policy = _rescaled(policy, rescale)
@@ -162,6 +170,10 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         if spill not in program.spill_modes:
             raise ValueError(f"the {program.name} program supports spill="
                              f"{'|'.join(program.spill_modes)}, not {spill!r}")
+        if predicate is not None and not isinstance(predicate, Equi) and \
+                isinstance(policy.layout, ContRandLayout):
+            raise ValueError("ContRand routes equi-joins (hash subgroups) and band joins "
+                             "(band=, range subgroups); another predicate needs random routing")
         if predicate is not None and not isinstance(predicate, Equi) and \
                 policy.layout.kind == "hash":
             raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "

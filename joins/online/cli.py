@@ -106,6 +106,8 @@ def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s:
                          f"{', '.join(sorted(_ENGINE))})")
     typed = {k: _typed(extra, k, hints.get(k, typing.Any)) for k in extra}
     graph = {"graph": opts["graph"]} if "graph" in _factory_params(factory) else {}
+    if "key_range" in _factory_params(factory) and "key_range" not in typed:
+        graph["key_range"] = (0.0, 1.0)  # the run takes it from the inputs (ContRand, band)
     try:
         policy = factory(joiners, n_r=n_r, n_s=n_s, seed=opts["seed"],
                          controller=opts["controller"], band=opts["band"], **graph, **typed)

@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from joins.online.hashing import key_group, part_of
+from joins.online.kernel import expand
 
 STORE, PROBE, BOTH = 1, 2, 3
 
@@ -489,6 +490,122 @@ class BicliqueLayout(Layout):
         if len(units) != 2:
             raise ValueError("a join-biclique rescales to R+S units, e.g. 6+4")
         return self.resize(*units)
+
+
+class ContRandLayout(BicliqueLayout):
+    """BiStream's ContRand routing (Alg 1, "JBx-CRy"): each side's units are split into
+    subgroups (``r_groups``: d arrays of R unit ids, ``s_groups``: e of S); a tuple is stored
+    at a random unit (its coordinate u) of the subgroup its key maps to on its own side and
+    probes every unit of the subgroup(s) its key maps to on the other side. d = e = 1 is random
+    routing; one unit per subgroup is hash partitioning.
+
+    Equi-joins map a key by hash (``h_R(v) = hash(v) mod d``, ``h_S(v) = hash(v) mod e``: equal
+    keys meet whatever d and e). The paper runs ContRand on its band query without saying how;
+    the choice here: subgroups own equal-width ranges of ``key_range`` (Alg 1's
+    ``ValueRangeOf``), a tuple is stored by its key's range and probes every opposite subgroup
+    whose range meets [key - band, key + band] (one, or two at a boundary): exact, since a
+    partner's key lies in that interval. A null key is stored and probes nothing.
+    """
+
+    kind = "biclique"
+
+    def __init__(self, r_groups: list, s_groups: list, band: float | None = None,
+                 key_range: tuple[float, float] | None = None) -> None:
+        self.r_groups = [np.asarray(g, np.int64) for g in r_groups]
+        self.s_groups = [np.asarray(g, np.int64) for g in s_groups]
+        if not self.r_groups or not self.s_groups or \
+                any(len(g) == 0 for g in self.r_groups + self.s_groups):
+            raise ValueError("ContRand needs at least one unit in every subgroup")
+        super().__init__(np.concatenate(self.r_groups), np.concatenate(self.s_groups))
+        self.band = band
+        if band is not None and key_range is None:
+            raise ValueError("ContRand on a band join needs the key range its subgroups split")
+        self.key_range = None if key_range is None else (float(key_range[0]),
+                                                         float(key_range[1]))
+        # flat unit ids per side, ordered by subgroup, and each subgroup's first position
+        self._start = {side: np.concatenate([[0], np.cumsum([len(g) for g in groups])])
+                       for side, groups in ((True, self.r_groups), (False, self.s_groups))}
+
+    @classmethod
+    def even(cls, r_units: int, s_units: int, d: int, e: int, band: float | None = None,
+             key_range: tuple[float, float] | None = None) -> ContRandLayout:
+        """``r_units`` R units in d equal subgroups, ``s_units`` S units in e (ids 0..)."""
+        if d < 1 or e < 1 or r_units % d or s_units % e:
+            raise ValueError(f"ContRand subgroups must divide the units: {r_units} R units in "
+                             f"{d}, {s_units} S units in {e}")
+        r = np.arange(r_units).reshape(d, -1)
+        s = r_units + np.arange(s_units).reshape(e, -1)
+        return cls(list(r), list(s), band, key_range)
+
+    def groups(self, is_r: bool) -> list[np.ndarray]:
+        return self.r_groups if is_r else self.s_groups
+
+    def subgroup(self, key: np.ndarray, is_r: bool, shift: float = 0.0) -> np.ndarray:
+        """The subgroup of side ``is_r`` that each key (plus ``shift``) maps to."""
+        count = len(self.groups(is_r))
+        if self.band is None:
+            return key_group(key, count)
+        lo, hi = self.key_range
+        cuts = lo + (hi - lo) * np.arange(1, count) / count
+        return np.searchsorted(cuts, np.nan_to_num(np.asarray(key) + shift, nan=lo), "right")
+
+    def place_keyed(self, is_r: bool, key: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """The unit storing each tuple: a random unit of its key's subgroup on its side."""
+        g = self.subgroup(key, is_r)
+        start = self._start[is_r]
+        size = (start[1:] - start[:-1])[g]
+        pick = ((np.asarray(u).astype(np.uint64) * size.astype(np.uint64))
+                >> np.uint64(32)).astype(np.int64)
+        return self.side(is_r)[start[g] + pick]
+
+    def _probe_ranges(self, is_r: bool, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per tuple of side ``is_r``, the slice [lo, hi) of the other side's flat unit ids it
+        probes (empty for a null key)."""
+        other = not is_r
+        start = self._start[other]
+        if self.band is None:
+            g = self.subgroup(key, other)
+            lo, hi = start[g], start[g + 1]
+        else:
+            lo = start[self.subgroup(key, other, -self.band)]
+            hi = start[self.subgroup(key, other, self.band) + 1]
+        null = np.isnan(np.asarray(key, dtype=float))
+        return np.where(null, 0, lo), np.where(null, 0, hi)
+
+    def route(self, is_r, key, u):
+        idx_r, idx_s = np.flatnonzero(is_r), np.flatnonzero(~is_r)
+        t, w = [idx_r, idx_s], [self.place_keyed(True, key[idx_r], u[idx_r]),
+                                self.place_keyed(False, key[idx_s], u[idx_s])]
+        for idx, mine in ((idx_r, True), (idx_s, False)):
+            lo, hi = self._probe_ranges(mine, key[idx])
+            which, pos = expand(lo, hi)
+            t.append(idx[which])
+            w.append(self.side(not mine)[pos])
+        role = np.concatenate([np.full(len(idx_r) + len(idx_s), STORE, np.int8),
+                               np.full(sum(len(x) for x in t[2:]), PROBE, np.int8)])
+        return np.concatenate(t), np.concatenate(w), role
+
+    def holds(self, is_r, key, u, worker):
+        return self.place_keyed(is_r, key, u) == worker
+
+    def source(self, is_r, key, u, near):
+        return self.place_keyed(is_r, key, u)
+
+    def route_moving(self, old, is_r, key, u):
+        raise ValueError("a ContRand join-biclique does not resize yet")
+
+    def moves(self, new, is_r, key, u, me):
+        raise ValueError("a ContRand join-biclique does not resize yet")
+
+    def drain(self, a: int, b: int) -> BicliqueLayout:
+        raise ValueError("a ContRand join-biclique does not resize yet")
+
+    def resize(self, a: int, b: int) -> BicliqueLayout:
+        raise ValueError("a ContRand join-biclique does not resize yet")
+
+    def describe(self) -> dict:
+        return {**super().describe(), "subgroups_r": len(self.r_groups),
+                "subgroups_s": len(self.s_groups)}
 
 
 class OneSiteLayout(Layout):

@@ -5,7 +5,8 @@ engine passes them; static_opt needs the final sizes, dynamic the controller mod
 parameters. Squall's operators: ``dynamic`` (Algorithms 1-3), ``static_mid`` ((sqrt J, sqrt J)),
 ``static_opt`` (the optimal mapping for the final |R|, |S|, known in advance: "practically
 unattainable" online, the paper's yardstick), ``shj`` (parallel symmetric hash join on the key).
-BiStream's ``join_biclique`` (random routing; R+S units, resizable without renumbering),
+BiStream's ``join_biclique`` (random routing, resizable without renumbering, or ContRand) and
+its ``join_matrix`` baseline (a static square grid),
 ``mjoin`` (an n-way symmetric hash join: DINER's MJoin baseline and D-CAPE's per-machine join),
 and the extension operator ``relocating_shj`` (not registered: hash with partition groups and
 D-CAPE-style relocation, for tests and the D-CAPE reproduction).
@@ -20,6 +21,7 @@ import numpy as np
 from joins.online.controller import DynamicGrid, RelocatingHash, Static, best_mapping
 from joins.online.layouts import (
     BicliqueLayout,
+    ContRandLayout,
     GridLayout,
     HashLayout,
     OneSiteLayout,
@@ -88,16 +90,36 @@ def shj(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0, controller: 
 
 def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
                   controller: str = "exact", band: float | None = None,
-                  r_units: int | None = None, **extra):
-    """BiStream's join-biclique with random routing: ``r_units`` units store R (default
-    J/2), the rest store S; every tuple is stored once and probes the whole other side."""
+                  r_units: int | None = None, contrand: int | None = None,
+                  key_range: tuple[float, float] | None = None, **extra):
+    """BiStream's join-biclique: ``r_units`` units store R (default J/2, the larger half for
+    an odd J going to S), the rest store S; every tuple is stored once. Random routing
+    ("JBx") probes the whole other side; ``contrand=y`` ("JBx-CRy") splits each side into y
+    subgroups and probes one (:class:`ContRandLayout`; a band join's subgroups split
+    ``key_range``, which the stream gives)."""
     _unused("join_biclique", extra)
     if joiners < 2:
         raise ValueError("a join-biclique needs at least 2 joiners")
     a = r_units or joiners // 2
     if not 1 <= a < joiners:
         raise ValueError(f"r_units must be in 1..{joiners - 1}, got {a}")
-    return Static(BicliqueLayout(a, joiners - a))
+    if contrand is None or int(contrand) == 1:
+        return Static(BicliqueLayout(a, joiners - a))
+    return Static(ContRandLayout.even(a, joiners - a, int(contrand), int(contrand), band,
+                                      key_range))
+
+
+def join_matrix(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
+                controller: str = "exact", band: float | None = None, **extra):
+    """BiStream's JM baseline ("JMx"): a static sqrt(x) x sqrt(x) join-matrix, each R tuple
+    stored at every unit of a random row, each S tuple at every unit of a random column (the
+    grid of Squall's STATICMID, required square here)."""
+    _unused("join_matrix", extra)
+    side = math.isqrt(joiners)
+    if side * side != joiners:
+        raise ValueError(f"join_matrix runs on a square number of units (4, 9, 16, ...), "
+                         f"got {joiners}")
+    return Static(GridLayout.initial(side, side))
 
 
 def mjoin(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
