@@ -72,6 +72,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
                backend: str = "spark", transport: str = "broadcast",
                predicate=None, inputs: dict | None = None, time: str | None = None,
                tick: float | None = None, window: float | None = None,
+               archive: float | None = None, delay: float = 0.0,
+               tuple_bytes: tuple[float, ...] | None = None,
                rescale: list | None = None, checkpoint_dir: str | Path | None = None,
                **operator_params) -> StreamResult:
     """Stream two inputs (``r``, ``s``) or any number (``inputs={name: data}``) through an
@@ -82,6 +84,10 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
     are ordered by (time, arrival number). ``tick``: cut micro-batches every ``tick`` units of
     event time (empty ticks included) instead of every ``batch_size`` tuples. ``window``: join
     only tuples whose event times differ by at most ``window``; older state expires.
+    ``archive``: BiStream's chained index, expiry by whole subindexes of ``archive`` event
+    time, each kept until the other relation is ``window + delay`` past its newest tuple.
+    ``tuple_bytes``: bytes of one stored tuple per input (BiStream's chi_R, chi_S): the
+    metrics then carry ``mlv_bytes``, each worker's stored tuples in bytes (its MLV).
     ``rescale``: [(arrival number, units), ...] changes a static operator's units there
     (a joiner count for grid and hash layouts, (R units, S units) for a join-biclique).
     ``partitions``: Spark partitions holding the J logical workers (default: the
@@ -113,6 +119,10 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         raise ValueError(f"spill must be charge, disk or evict, got {spill!r}")
     if band is not None and band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
+    if archive is not None and (window is None or not archive > 0):
+        raise ValueError("archive= (the chained index's period) needs a window= and must be > 0")
+    if not delay >= 0:
+        raise ValueError(f"delay must be >= 0, got {delay}")
     if window is not None and not window >= 0:
         raise ValueError(f"window must be >= 0, got {window}")
     if predicate is not None and band is not None:
@@ -128,6 +138,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
     else:
         names, prefixes, data = ["R", "S"], ["l_", "r_"], [r, s]
     graph = source.JoinGraph.parse(names, on)
+    if tuple_bytes is not None and (len(tuple_bytes) != len(names) or min(tuple_bytes) < 0):
+        raise ValueError(f"tuple_bytes takes one size >= 0 per input ({len(names)} inputs)")
     factory = _factory(operator)
     cost = cost or CostModel()
     reliable = checkpoint_dir is not None and spark is not None and backend == "spark"
@@ -191,6 +203,7 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
                         pairs_dir=str(pairs_dir) if pairs_dir else None,
                         budget_tuples=memory_budget_tuples, spill=spill,
                         spill_dir=str(spill_dir) if spill_dir else None, window=window,
+                        archive=archive, delay=delay,
                         program=program, inputs=len(names), edges=graph.edges)
         engine = Engine(spark, stream, policy, batch_size=batch_size, partitions=parts, config=cfg,
                         migration_rate=migration_rate, checkpoint_every=checkpoint_every,
@@ -202,11 +215,14 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
             if spill_dir is not None:
                 shutil.rmtree(spill_dir, ignore_errors=True)
         metrics = _with_cost(_named(res.metrics, names), cost)
+        if tuple_bytes is not None:
+            metrics["mlv_bytes"] = sum(b * metrics[f"stored_{nm}"]
+                                       for b, nm in zip(tuple_bytes, names, strict=True))
         summary = _summary(metrics, res, stream, policy, cost, joiners, memory_budget_tuples)
         summary.update(operator=operator if isinstance(operator, str) else
                        getattr(operator, "__name__", "custom"), on=on, band=band, order=order, k=k, seed=seed,
                        controller=controller, batch_size=batch_size, spill=spill, window=window,
-                       tick=tick, inputs=names, program=program.name)
+                       archive=archive, delay=delay, tick=tick, inputs=names, program=program.name)
         if reliable:
             summary["reliable_checkpoints"] = len(res.checkpoints)
         out_df = None

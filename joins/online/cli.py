@@ -50,7 +50,7 @@ USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
            "metrics", "batch_size", "budget", "spill", "seed", "partitions", "spark",
            "progress", "checkpoint_every", "migration_rate", "inputs", "time", "tick", "window",
-           "rescale", "force", "checkpoint_dir", "explain"}
+           "rescale", "force", "checkpoint_dir", "explain", "archive", "delay", "tuple_bytes"}
 
 
 class UsageError(CliError):
@@ -344,6 +344,21 @@ def validate(args: dict) -> dict:
     tick, window = _positive(args, "tick", True), _positive(args, "window", False)
     if (tick is not None or window is not None) and time is None:
         raise UsageError("tick= and window= need an event-time column: time=COLUMN")
+    archive, delay = _positive(args, "archive", True), _typed(args, "delay", float, 0.0)
+    if archive is not None and window is None:
+        raise UsageError("archive= (the chained index's period) needs window=")
+    if not delay >= 0:
+        raise UsageError(f"delay must be >= 0, got {delay}")
+    tuple_bytes = None
+    if "tuple_bytes" in args:
+        try:
+            tuple_bytes = tuple(float(v) for v in args["tuple_bytes"].split(","))
+        except ValueError as e:
+            raise UsageError("tuple_bytes takes one size per input, e.g. tuple_bytes=48,96") \
+                from e
+        if len(tuple_bytes) != len(paths) or min(tuple_bytes) < 0:
+            raise UsageError(f"tuple_bytes takes one size >= 0 per input ({len(paths)} "
+                             f"inputs), got {args['tuple_bytes']!r}")
     order = args.get("order", "random")
     if order not in order_names():
         raise UsageError(f"unknown order {order!r}; valid: {', '.join(order_names())}")
@@ -358,7 +373,8 @@ def validate(args: dict) -> dict:
                 controller=controller, spill=spill, seed=_typed(args, "seed", int, 0),
                 batch_size=_typed(args, "batch_size", int, 50_000),
                 k=_typed(args, "k", float), progress=_typed(args, "progress", bool, True),
-                time=time, tick=tick, window=window)
+                time=time, tick=tick, window=window, archive=archive, delay=delay,
+                tuple_bytes=tuple_bytes)
     if opts["batch_size"] < 1:
         raise UsageError("batch_size must be >= 1")
     # budget: tuples per worker; checkpoint_every=0 never cuts the lineage
@@ -406,7 +422,8 @@ def _print_batches(metrics) -> None:
 
 # the run's settings, printed on one line; the rest of the summary are results with units
 SETTINGS = ("operator", "on", "joiners", "partitions", "inputs", "program", "order", "k",
-            "seed", "controller", "batch_size", "tick", "window", "band", "spill",
+            "seed", "controller", "batch_size", "tick", "window", "archive", "delay", "band",
+            "spill",
             "memory_budget_tuples", "final_mapping", "status")
 # kept in the summary for the figures, but not printed: the same number under another name
 # (ilf_final is final_avg_ilf; migration_planned equals migrated_tuples, checked by the run)

@@ -44,6 +44,8 @@ class RunConfig:
     spill: str = "charge"  # "charge" | "disk" | "evict" (see programs.joiner)
     spill_dir: str | None = None
     window: float | None = None  # sliding window on event time (None: unbounded)
+    archive: float | None = None  # BiStream's chained index: subindex archive period P
+    delay: float = 0.0  # the maximum network delay D a subindex is kept for beyond the window
     program: Program | None = None  # the worker program (None: Squall's joiner)
     inputs: int = 2  # number of inputs
     edges: tuple = ()  # n-way join graph: (input, slot, input, slot) equality/band edges

@@ -93,3 +93,54 @@ def test_bad_contrand_settings_are_refused():
         _run(r, s, operator="join_matrix", joiners=8)
     with pytest.raises(ValueError, match="does not resize"):
         _run(r, s, joiners=8, contrand=2, rescale=[(5, (2, 2))])
+
+
+def _timed(rng, n: int, domain: int, col: str, rate: float = 1.0) -> pd.DataFrame:
+    t = np.sort(rng.uniform(0, n / rate, n)).round(1)  # equal timestamps too
+    return pd.DataFrame({"key": rng.integers(0, domain, n).astype(float), "t": t,
+                         col: np.arange(n) % 3})
+
+
+def _window_oracle(r, s, window, band=None):
+    want = oracle_join(r, s, band=band) if band is not None else oracle_join(r, s)
+    return want[(want["l_t"] - want["r_t"]).abs() <= window]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(0, 300), window=st.sampled_from([5.0, 20.0, 60.0]),
+       share=st.sampled_from([0.1, 0.25, 1.0]), delay=st.sampled_from([0.0, 4.0]),
+       sub=st.sampled_from([None, 2]), band=st.sampled_from([None, 1.0]),
+       seed=st.integers(0, 5))
+def test_property_chained_index_windows_are_exact(n, window, share, delay, sub, band, seed):
+    rng = np.random.default_rng(seed)
+    r, s = _timed(rng, n, 20, "a"), _timed(rng, n // 2 + 1, 20, "b")
+    res = run_stream(None, r, s, operator="join_biclique", joiners=8, contrand=sub,
+                     band=band, time="t", tick=7.0, window=window, archive=share * window,
+                     delay=delay, collect_output=True, progress=False, backend="local",
+                     seed=seed)
+    assert_same_rows(res.output, _window_oracle(r, s, window, band))
+
+
+def test_chained_index_memory_is_a_sawtooth_within_its_bound():
+    """Memory stays within the window + D + P worth of tuples past one window, and drops a
+    subindex (about P worth) at a time; per-tuple expiry would hold the window alone."""
+    rng = np.random.default_rng(4)
+    r, s = _timed(rng, 6000, 500, "a", rate=10.0), _timed(rng, 6000, 500, "b", rate=10.0)
+    window, period = 100.0, 10.0
+    res = run_stream(None, r, s, operator="join_biclique", joiners=4, time="t", tick=2.0,
+                     window=window, archive=period, collect_output=True, progress=False,
+                     backend="local", tuple_bytes=(40, 60))
+    assert_same_rows(res.output, _window_oracle(r, s, window))
+    m = res.metrics
+    held = m.groupby("batch").agg(t=("t1", "first"), r=("stored_R", "sum"),
+                                  s=("stored_S", "sum"), b=("mlv_bytes", "sum"))
+    steady = held[held["t"] > 2 * window]
+    rate = 10.0  # tuples per unit of event time per relation
+    assert (steady["r"] <= rate * (window + period + 2.0) * 1.15).all()
+    assert (steady["r"] >= rate * window * 0.85).all()
+    drops = -held["r"].diff()
+    assert drops.max() > rate * period * 0.6  # a whole subindex leaves at once
+    assert (held["b"] == 40 * held["r"] + 60 * held["s"]).all()
+    per_tuple = run_stream(None, r, s, operator="join_biclique", joiners=4, time="t",
+                           tick=2.0, window=window, progress=False, backend="local")
+    assert per_tuple.metrics["stored_R"].sum() < m["stored_R"].sum()

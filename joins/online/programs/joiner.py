@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from joins.online.chained_index import Chain
 from joins.online.kernel import ProbeResult, SideStore, expand, probe
 from joins.online.layouts import BOTH, PROBE, STORE
 from joins.online.programs.base import Context, Piece, Program, WorkerBase, commit_file
@@ -27,6 +28,10 @@ class JoinerState(WorkerBase):
     disk_resident: int = 0
     spill_files: list[str] = field(default_factory=list)
     last_seq: int = -1  # the last sequence number processed (eviction point)
+    # BiStream's chained index (archive=): per relation its subindexes, and the newest event
+    # time of each relation delivered here (what discards the other relation's subindexes)
+    chain: list = field(default_factory=lambda: [Chain(), Chain()])
+    seen_ts: list = field(default_factory=lambda: [-np.inf, -np.inf])
 
     def side(self, rel: int) -> SideStore:
         return self.r if rel == 0 else self.s
@@ -58,6 +63,11 @@ class Joiner(Program):
     def deliver(self, ws, d, ctx, c, out):
         cfg = ctx.config
         kernel, pairs, win = cfg.kernel, _pairs(ctx), cfg.window
+        if cfg.archive is not None and d.ts is not None:
+            for rel in (0, 1):
+                mine = d.rel == rel
+                if mine.any():
+                    ws.seen_ts[rel] = max(ws.seen_ts[rel], float(d.ts[mine].max()))
         if np.all(d.role == BOTH):
             new_r, new_s = d.side(0, STORE), d.side(1, STORE)
             probe(ws.s, new_r, True, kernel, out, pairs, window=win)
@@ -132,7 +142,9 @@ class Joiner(Program):
     def end_tick(self, ws, ctx, c):
         cfg = ctx.config
         ws.last_seq = ctx.last_seq
-        if cfg.window is not None and np.isfinite(ctx.watermark):
+        if cfg.archive is not None:
+            self._discard_subindexes(ws, cfg, c)
+        elif cfg.window is not None and np.isfinite(ctx.watermark):
             cut = ctx.watermark - cfg.window
             keep = cfg.spill == "evict" and cfg.budget_tuples is not None
             gone: dict = {0: None, 1: None}
@@ -166,11 +178,29 @@ class Joiner(Program):
                 self._write_disk(ws, ctx, gone[0], gone[1], "x")
         return self._spill(ws, ctx, c)
 
+    def _discard_subindexes(self, ws, cfg, c: dict) -> None:
+        """The chained index: index the tick's new tuples into subindexes, then drop each
+        whole subindex that the other relation's newest tuple here is past by window + delay
+        (:mod:`joins.online.chained_index`)."""
+        for rel in (0, 1):
+            store, chain = ws.side(rel), ws.chain[rel]
+            if store.ts is None or not len(store):
+                continue
+            new = np.flatnonzero(store.seq > chain.upto)
+            order = new[np.argsort(store.seq[new], kind="stable")]
+            chain.extend(store.seq[order], store.ts[order], cfg.archive)
+            cut = chain.expire(ws.seen_ts[1 - rel], cfg.window + cfg.delay)
+            if cut >= 0:
+                old = store.seq <= cut
+                c["expired"] += int(old.sum())
+                ws.set_side(rel, store.select(~old))
+
     def stored(self, ws):
         return len(ws.r), len(ws.s)
 
     def report(self, ws):
         return dict(r_stored=len(ws.r), s_stored=len(ws.s), pending=ws.pending,
+                    subindexes=len(ws.chain[0]) + len(ws.chain[1]),
                     outbox=sum(len(b) for box in ws.outbox.values() for b in box))
 
     # --- memory budget ---------------------------------------------------------------------
