@@ -87,7 +87,9 @@ PARAM_DOCS: dict[str, str] = {
                    "whenever rates differ, the paper's text)",
     "msg_seconds": "modeled latency of one control message of the relocation protocol (s)",
     "bandwidth": "modeled network bandwidth of a relocation (bytes/s)",
-    "tuple_bytes": "modeled bytes of one state tuple (relocation transfer time)",
+    "state_bytes": "modeled bytes of one state tuple (D-CAPE relocation transfer time)",
+    "contrand": "ContRand subgroups per side (JBx-CRy: y); none or 1 is random routing",
+    "key_range": "the key domain ContRand's range subgroups split (band joins; default: the inputs' keys)",
     "r_units": "join-biclique units that store R (the rest store S); none means half",
     # single-site operators under a memory budget (DINER paper); times in the arrival times' unit
     "tups_per_block": "tuples per disk block (the paper: 10 KB blocks of 200-byte tuples, 50)",

@@ -80,7 +80,7 @@ def run_point(pc: PointContext) -> PointOutcome:
                          partitions=min(machines, 2), cost=cost_model(pc.calibration, run),
                          # a state tuple here stands for 1/factor of the paper's tuples: the
                          # modeled relocation transfer moves the paper's bytes
-                         tuple_bytes=tuple_bytes / factor, **op_params)
+                         state_bytes=tuple_bytes / factor, **op_params)
     m = res.metrics
     normal = m[m["phase"] == "normal"]
     stop_t = np.inf

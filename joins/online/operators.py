@@ -170,7 +170,7 @@ def dcape(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
           skew_share: float = 2 / 3, adapt: str = "none", push: str = "low_output",
           push_percent: float = 30.0, theta_m: float = 1.0, theta_t: float | None = None,
           theta_d: float = 0.8, min_span: float = 45_000.0, theta_f: float = 2.0,
-          active_from: float = 0.0, msg_seconds: float = 0.001, bandwidth: float = 125e6, tuple_bytes: float = 100.0,
+          active_from: float = 0.0, msg_seconds: float = 0.001, bandwidth: float = 125e6, state_bytes: float = 100.0,
           **extra):
     """D-CAPE (paper ``dcape``): an n-way symmetric hash join on one attribute over
     ``joiners`` machines, partitioned into ``groups`` partition groups (``by="mod"``: key mod
@@ -183,7 +183,7 @@ def dcape(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     (lazy-disk, and the slowest machine pushes when Max_Rate/Min_Rate > ``theta_f``; with
     ``active_from`` > 0 only once a machine holds that share of its budget). Times
     (``theta_t``, ``min_span``) in the event-time column's unit; the modeled relocation
-    latency uses ``msg_seconds``, ``bandwidth`` (bytes/s) and ``tuple_bytes``
+    latency uses ``msg_seconds``, ``bandwidth`` (bytes/s) and ``state_bytes``
     (:mod:`joins.online.programs.dcape`, :mod:`joins.online.dcape_manager`)."""
     from joins.online.dcape_manager import RELOCATING, DCapeManager
     from joins.online.programs.dcape import ADAPT, DCape
@@ -225,7 +225,7 @@ def dcape(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
         return Static(layout, program="dcape", program_params=params)
     return DCapeManager(layout, params, adapt=adapt, theta_d=theta_d, min_span=min_span,
                         theta_f=theta_f, push_percent=push_percent, total_tuples=n_r + n_s,
-                        msg_seconds=msg_seconds, bandwidth=bandwidth, tuple_bytes=tuple_bytes,
+                        msg_seconds=msg_seconds, bandwidth=bandwidth, tuple_bytes=state_bytes,
                         active_from=active_from)
 
 
