@@ -25,6 +25,7 @@ GENERATORS: dict[str, str] = {
     "weather_trace": "datagen.weather_trace:generate",  # DINER's weather stand-in
     "miner_chain": "datagen.miner_chain:generate",  # MINER's chain and star inputs
     "dcape_streams": "datagen.dcape_streams:generate",  # D-CAPE's timed 3-way streams
+    "bistream_streams": "datagen.bistream_streams:generate",  # BiStream's Q5/Q7/Band streams
 }
 
 

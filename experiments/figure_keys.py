@@ -38,6 +38,9 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                               "buffer_limit", "band", "cost_factor"),
     "dcape_join": _keys("machines", "capacity_mb", "operator_params", "scale_factor",
                         "tuple_bytes", "tick_ms", "minutes"),
+    "bistream_join": _keys("scale_factor", "capacity_gb", "tuple_overhead_bytes",
+                           "micro_batches", "model", "units", "contrand", "window",
+                           "archive_share", "delay"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")

@@ -21,6 +21,7 @@ KINDS: dict[str, str] = {
     "squall_theory": "experiments.kinds.squall_theory:run_point",
     "single_site_join": "experiments.kinds.single_site:run_point",
     "dcape_join": "experiments.kinds.dcape:run_point",
+    "bistream_join": "experiments.kinds.bistream:run_point",
 }
 
 # The join-registry kind (joins.registry) of the algorithm each series of a figure of this
@@ -31,6 +32,7 @@ ALGORITHM_KINDS: dict[str, str] = {
     "online_join": "online",
     "single_site_join": "online",
     "dcape_join": "online",
+    "bistream_join": "online",
 }
 
 

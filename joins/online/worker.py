@@ -165,6 +165,7 @@ def _new_counts(inputs: int) -> dict[str, float]:
              expired=0, store_received=0, probe_received=0, seconds=0.0, cpu_seconds=0.0)
     for i in range(inputs):
         c[f"store_received@{i}"] = 0
+        c[f"received@{i}"] = 0  # messages of input i (a BOTH delivery is one message)
         c[f"probe_received@{i}"] = 0
     return c
 
@@ -305,6 +306,7 @@ def step(pid: int, records, report) -> PartitionState:
             for k in range(n_in):
                 mine_k = d.rel == k
                 c[f"store_received@{k}"] += int((st & mine_k).sum())
+                c[f"received@{k}"] += int(mine_k.sum())
                 c[f"probe_received@{k}"] += int((pr & mine_k).sum())
             _charge(c, t0)
     outboxes = {(wid, dest): sizes for wid, ws in state.workers.items()

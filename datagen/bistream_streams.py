@@ -1,0 +1,107 @@
+"""bistream_streams: the BiStream paper's timed R and S streams of its queries Q5, Q7 and Band
+(Lin et al., SIGMOD 2015, §6), built from the Squall query inputs of :mod:`datagen.squall_query`.
+
+The queries: ``eq5`` (Q5: REGION x NATION x SUPPLIER joins LINEITEM on suppkey), ``eq7`` (Q7:
+SUPPLIER x NATION joins LINEITEM on suppkey) and ``bnci`` (Band: |L1.orderkey - L2.orderkey|
+<= 1 with L1 a TRUCK lineitem of quantity > 48 and L2 one with shipinstruct NONE). The paper
+does not say which side is which stream; the Squall plans that share its queries put the small
+pre-joined side in R and LINEITEM in S, kept here.
+
+Rates: the paper runs "asymmetric input rates ... in which case the data volume per second in
+each stream remains almost the same", so phi_R chi_R = phi_S chi_S with chi the projected
+tuple sizes (:data:`PROJECTED_BYTES`). The paper's rate is one number and does not say whether
+it is per stream or the total (``rate_reading``: ``total``, the default, splits ``rate``
+between the streams; ``per_stream`` makes the total twice the rate). Arrivals are evenly
+spaced on each stream (a rate-controlled feed), ``t`` in seconds.
+
+Replay: Q5's and Q7's small side (a few hundred suppliers at this scale) cannot keep its share
+of the bytes per second for long; it is replayed: the stream cycles through the side's rows,
+each pass a new tuple with the same values (a supplier update stream, in effect), in a fresh
+seeded order each pass. The large side is replayed the same way if the stream outlasts it
+(``passes_S`` in ``streams.json`` says whether it did). Each side's rows are first shuffled
+(seeded): the TPC-H files are in key order, which would make the stream sorted on the key.
+
+Tables ``R`` and ``S``: ``key`` (int64), ``t`` (float64, seconds), ``pass`` (the replay pass);
+``streams.json``: each stream's rate, its replay passes and the projected bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from datagen.chunks import write_part
+from datagen.params import check
+
+NAME = "bistream_streams"
+# Bytes of one projected tuple per query (R, S), from the attributes the query needs: an int
+# key is 4 bytes, a decimal or a bigint 8, N_NAME its CHAR(25); Band's SELECT * keeps the
+# whole LINEITEM row (about 120 bytes of dbgen text).
+PROJECTED_BYTES = {
+    "eq5": (4 + 25, 4 + 4 + 8 + 8),  # s_suppkey, n_name | l_suppkey, orderkey, price, discount
+    "eq7": (4 + 25, 4 + 4 + 4 + 8),  # s_suppkey, n_name | l_suppkey, orderkey, year, volume
+    "bnci": (120, 120),
+}
+
+
+@dataclass(frozen=True)
+class Params:
+    query: str = "eq7"
+    sf: float = 0.2
+    tuples: int = 100_000
+    rate: float = 10_000.0
+    rate_reading: str = "total"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        check(self.query in PROJECTED_BYTES,
+              f"query must be one of {', '.join(PROJECTED_BYTES)}")
+        check(self.sf > 0 and self.tuples >= 0 and self.rate > 0,
+              "sf and rate must be > 0, tuples >= 0")
+        check(self.rate_reading in ("total", "per_stream"),
+              "rate_reading must be total or per_stream")
+
+
+def stream_rates(p: Params) -> tuple[float, float]:
+    """(phi_R, phi_S) in tuples per second: equal bytes per second on both streams."""
+    chi_r, chi_s = PROJECTED_BYTES[p.query]
+    total = p.rate * (2 if p.rate_reading == "per_stream" else 1)
+    return total * chi_s / (chi_r + chi_s), total * chi_r / (chi_r + chi_s)
+
+
+def _replayed(keys: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    """``n`` tuples cycling through ``keys``, each pass in a fresh random order."""
+    if n == 0 or not len(keys):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    passes = -(-n // len(keys))
+    out = np.concatenate([keys[rng.permutation(len(keys))] for _ in range(passes)])[:n]
+    return out, np.arange(n, dtype=np.int64) // len(keys)
+
+
+def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dict[str, int]:
+    from datagen import materialize
+
+    p = Params(**params)
+    src = Path(materialize("squall_query", {"query": p.query, "sf": p.sf, "z": 0.0,
+                                            "seed": p.seed}, spark=spark, progress=progress))
+    phi_r, phi_s = stream_rates(p)
+    n_r = int(round(p.tuples * phi_r / (phi_r + phi_s)))
+    rows: dict[str, int] = {}
+    info: dict = {"projected_bytes": PROJECTED_BYTES[p.query]}
+    for name, n, phi in (("R", n_r, phi_r), ("S", p.tuples - n_r, phi_s)):
+        keys = pq.read_table(src / f"{name}.parquet", columns=["key"])["key"].to_numpy()
+        rng = np.random.default_rng([p.seed, ord(name)])
+        key, passes = _replayed(keys.astype(np.int64), n, rng)
+        t = (np.arange(len(key)) + 0.5) / phi  # evenly spaced, the streams offset
+        table = pa.table({"key": key, "t": t, "pass": passes})
+        rows[name] = write_part(table, Path(out) / f"{name}.parquet", 0)
+        info[f"passes_{name}"] = int(passes.max() + 1) if len(passes) else 0
+        info[f"rate_{name}"] = phi
+    (Path(out) / "streams.json").write_text(json.dumps(info))
+    return rows

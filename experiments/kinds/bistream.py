@@ -1,0 +1,202 @@
+"""Experiment kind ``bistream_join``: one BiStream setting (JBx, JBx-CRy, JMx) on the timed
+stream of a query (``datagen/bistream_streams``), run on the online engine, its exact
+per-unit, per-micro-batch counts turned into the paper's metrics.
+
+Figure keys: ``workload.params`` (``query``, ``sf``, ``rate``, ``rate_reading``; ``tuples``
+per scale), ``run``: ``model`` (``jb`` | ``jm``), ``units`` (x), ``contrand`` (y; none:
+random routing), ``micro_batches``, ``window`` / ``archive_share`` / ``delay`` (seconds;
+windowed joins with the chained index), and the figure base's rules: ``scale_factor`` per
+scale, ``capacity_gb`` (C per unit), ``tuple_overhead_bytes``.
+
+One scaling rule for the paper: the small scale multiplies the unit capacity C and the input
+rates by ``scale_factor``, so every processing volume (tuples held at C) is that factor times
+the paper's and every window keeps its seconds; volumes, MLVs and bandwidths are reported
+scaled back to the paper's scale (divided by the factor), labelled so. One memory rule: a
+stored tuple takes its projected bytes (``bistream_streams.PROJECTED_BYTES``) plus
+``tuple_overhead_bytes`` (the JVM object and index; the figure base says how it was fixed).
+Bandwidth counts the projected bytes of every store and probe message.
+
+Metrics: ``max_volume`` (the processing volume, input tuples of both streams, at which the
+first unit's MLV reaches C: interpolated within the micro-batch from that unit's MLV, the
+micro-batch's end when it cannot be), MLV (mean and max per unit) over the volume or over
+event time, messages per input tuple and bandwidth per relation, and the join's results,
+checked against DuckDB's count (full history) or a windowed count.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
+from experiments.kinds.batch_join import cached_value, point_settings
+
+GB = 1e9
+
+
+def settings_label(model: str, units: int, contrand: int | None) -> str:
+    """The paper's name of a setting: JB16, JB16-CR4, JM16."""
+    base = f"{model.upper()}{units}"
+    return f"{base}-CR{contrand}" if contrand and contrand > 1 else base
+
+
+def crossing(volume: np.ndarray, mlv: np.ndarray, capacity: float) -> float:
+    """The volume at which ``mlv`` (one unit's, per micro-batch end) first reaches
+    ``capacity``, interpolated linearly inside the micro-batch; NaN if it never does."""
+    hit = np.flatnonzero(mlv >= capacity)
+    if not len(hit):
+        return float("nan")
+    i = int(hit[0])
+    if i == 0 or mlv[i] == mlv[i - 1]:
+        return float(volume[i])
+    frac = (capacity - mlv[i - 1]) / (mlv[i] - mlv[i - 1])
+    return float(volume[i - 1] + frac * (volume[i] - volume[i - 1]))
+
+
+def _window_count(folder: Path, r: pd.DataFrame, s: pd.DataFrame, window: float | None,
+                  band: float | None) -> int:
+    """DuckDB's count of the join (within the window), cached next to the inputs."""
+    import duckdb
+
+    cond = "r.key = s.key" if not band else f"abs(r.key - s.key) <= {float(band)}"
+    if window is not None:
+        cond += f" AND abs(r.t - s.t) <= {float(window)}"
+    name = f"oracle-bistream-w{window}-b{band}.json"
+
+    def count() -> int:
+        con = duckdb.connect()
+        con.register("r", r)
+        con.register("s", s)
+        return int(con.sql(f"SELECT count(*) FROM r JOIN s ON {cond}").fetchone()[0])
+
+    return int(cached_value(folder / name, "rows", count))
+
+
+def _window_metrics(per: pd.DataFrame, window: float, period: float, r: pd.DataFrame,
+                    st: pd.DataFrame, mem_bytes: tuple[float, float], factor: float) -> dict:
+    """A windowed run's memory: the plateau (mean MLV per unit from two windows on), its growth
+    (the largest MLV of the run's last third over that of its middle third: 1 when memory is
+    bounded), and the sawtooth (the largest drop of the stored bytes between micro-batches,
+    over the bytes of one archive period of both streams)."""
+    t = per["t1"].to_numpy(float)
+    mean = per["mlv_mean"].to_numpy(float)
+    total = per["mlv_sum"].to_numpy(float)
+    end = float(np.nanmax(t)) if len(t) else 0.0
+    late = t >= 2 * window
+    third = (end - t.min()) / 3 if len(t) else 0.0
+    mid = (t >= t.min() + third) & (t < t.min() + 2 * third)
+    last = t >= t.min() + 2 * third
+    span = end - float(min(r["t"].min(), st["t"].min()))
+    rates = (len(r) / span, len(st) / span) if span > 0 else (0.0, 0.0)
+    period_bytes = period * (rates[0] * mem_bytes[0] + rates[1] * mem_bytes[1])
+    drops = -np.diff(total)
+    return {
+        "mlv_plateau_gb": (float(mean[late].mean()) / factor / GB if late.any() else np.nan,
+                           "GB per unit (memory rule, paper scale)"),
+        "mlv_growth": (float(mean[last].max() / mean[mid].max()) if mid.any() and last.any()
+                       and mean[mid].max() > 0 else np.nan, "max last third / max middle third"),
+        "sawtooth_drop_share": (float(drops.max() / period_bytes) if len(drops) and
+                                period_bytes > 0 else np.nan,
+                                "largest drop / one archive period's bytes"),
+    }
+
+
+def run_point(pc: PointContext) -> PointOutcome:
+    from datagen import materialize
+    from datagen.bistream_streams import PROJECTED_BYTES
+    from datagen.squall_query import QUERIES
+    from joins.calibrated import cost_model
+    from joins.online import run_stream
+    from runtime.spark_session import get_spark
+
+    s = point_settings(pc)
+    wl, run = s["workload"], s["run"]
+    factor = float(run["scale_factor"])
+    params = dict(wl["params"])
+    params["rate"] = float(params["rate"]) * factor
+    params.setdefault("seed", pc.seed)
+    spark = get_spark(**pc.spark_cfg)
+    out = PointOutcome(status="ok", spark_version=spark.version,
+                       spark_master=spark.sparkContext.master)
+    folder = Path(materialize("bistream_streams", params, progress=pc.progress))
+    r = pd.read_parquet(folder / "R.parquet", columns=["key", "t"])
+    st = pd.read_parquet(folder / "S.parquet", columns=["key", "t"])
+    query = QUERIES[params["query"]]
+    band = float(query.band) if query.predicate == "band" else None
+    proj = PROJECTED_BYTES[params["query"]]
+    overhead = float(run["tuple_overhead_bytes"])
+    mem_bytes = (proj[0] + overhead, proj[1] + overhead)
+    capacity = float(run["capacity_gb"]) * GB * factor
+    model, units = str(run["model"]), int(run["units"])
+    contrand = run.get("contrand")
+    op = {"jb": "join_biclique", "jm": "join_matrix"}[model]
+    op_params = {"contrand": int(contrand)} if model == "jb" and contrand else {}
+    window = run.get("window")
+    timed = {}
+    if window is not None:
+        timed = dict(time="t", window=float(window),
+                     archive=float(run.get("archive_share", 0.1)) * float(window),
+                     delay=float(run.get("delay", 0.0)))
+    total = len(r) + len(st)
+    batch = max(1, -(-total // int(run.get("micro_batches", 200))))
+    with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
+        res = run_stream(spark, r, st, on="key", operator=op, joiners=units, band=band,
+                         batch_size=batch, seed=int(params["seed"]), progress=pc.progress,
+                         cost=cost_model(pc.calibration, run), tuple_bytes=mem_bytes,
+                         **timed, **op_params)
+    m = res.metrics
+    per = m.groupby("batch").agg(r_seen=("r_seen", "first"), s_seen=("s_seen", "first"),
+                                 t1=("t1", "first"), mlv_max=("mlv_bytes", "max"),
+                                 mlv_mean=("mlv_bytes", "mean"), mlv_sum=("mlv_bytes", "sum"))
+    volume = (per["r_seen"] + per["s_seen"]).to_numpy(float)
+    top = m.loc[m["mlv_bytes"].idxmax(), "worker"] if len(m) else None
+    unit = m[m["worker"] == top].set_index("batch")["mlv_bytes"].reindex(per.index).fillna(0)
+    max_volume = crossing(volume, unit.to_numpy(float), capacity)
+    rows = []
+    for v, mean, mx, t in zip(volume, per["mlv_mean"], per["mlv_max"], per["t1"],
+                              strict=True):
+        x = v / factor / 1e6 if window is None else float(t)
+        for name, val in (("mlv_mean_t", mean), ("mlv_max_t", mx)):
+            rows.append({"metric": name, "t": x, "value": float(val) / factor / GB,
+                         "unit": "GB per unit (memory rule, paper scale)"})
+    out.series_rows = rows
+    span = float(max(r["t"].max() if len(r) else 0, st["t"].max() if len(st) else 0))
+    msgs = {}  # per relation: store and probe deliveries, and messages (a JM cell's one)
+    for side, chi in (("R", proj[0]), ("S", proj[1])):
+        msgs[side] = (float(m[f"store_received_{side}"].sum()),
+                      float(m[f"probe_received_{side}"].sum()),
+                      float(m[f"received_{side}"].sum()), chi)
+    deliveries_bytes = sum(n * chi for _, _, n, chi in msgs.values())
+    outputs = float(m["outputs"].sum())
+    expected = _window_count(folder, r, st, window, band)
+    if window is not None:
+        out.metrics.update(_window_metrics(per, float(window), timed["archive"], r, st,
+                                           mem_bytes, factor))
+    out.metrics.update({
+        "max_volume": (max_volume / factor, "tuples (paper scale)"),
+        "max_volume_millions": (max_volume / factor / 1e6, "million tuples (paper scale)"),
+        "volume_per_unit_millions": (max_volume / factor / 1e6 / units,
+                                     "million tuples per unit (paper scale)"),
+        "saturated": (float(np.isfinite(max_volume)), "flag"),
+        "mlv_final_max_gb": (float(per["mlv_max"].iloc[-1]) / factor / GB if len(per) else 0.0,
+                             "GB (memory rule, paper scale)"),
+        "mlv_final_mean_gb": (float(per["mlv_mean"].iloc[-1]) / factor / GB if len(per)
+                              else 0.0, "GB (memory rule, paper scale)"),
+        "messages_per_tuple": ((msgs["R"][2] + msgs["S"][2]) / max(1, total), "messages"),
+        "stores_per_tuple": ((msgs["R"][0] + msgs["S"][0]) / max(1, total), "messages"),
+        "probes_per_tuple": ((msgs["R"][1] + msgs["S"][1]) / max(1, total), "messages"),
+        "bandwidth_mb_s": (deliveries_bytes / span / factor / 1e6 if span else float("nan"),
+                           "MB/s (projected bytes, paper scale)"),
+        "results": (outputs, "rows"),
+        "oracle_rows": (float(expected), "rows"),
+        "input_tuples": (float(total), "tuples"),
+        "capacity_tuples_r": (capacity / mem_bytes[0], "tuples per unit (this scale)"),
+        "modeled_time": (float(res.summary.get("modeled_time", float("nan"))), "modeled s"),
+        "local_wall_time": (float(res.summary["local_wall_time"]), "local wall s"),
+    })
+    if int(outputs) != expected:
+        out.status = "error"
+        out.error = f"{int(outputs)} results, the join has {expected}"
+    return out

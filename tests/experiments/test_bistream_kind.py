@@ -1,0 +1,69 @@
+"""The BiStream paper's experiment kind (bistream_join) and generator (bistream_streams): tiny
+points through the real command line (a bandwidth point per setting, a window point), every
+result count checked against DuckDB's, plotted; the streams as the paper describes them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from datagen.bistream_streams import PROJECTED_BYTES, generate
+from experiments.kinds.bistream import crossing, settings_label
+from figures.plot import plot_figure
+from runtime.paths import ROOT
+
+
+def _run(tmp_path, figure: str, *extra: str) -> pd.DataFrame:
+    proc = subprocess.run([sys.executable, "-m", "experiments.run", f"figure={figure}",
+                           "scale=tiny", f"results_root={tmp_path}", *extra],
+                          cwd=ROOT, text=True, capture_output=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    paper, fig = figure.split("/")
+    return pd.concat([pd.read_parquet(f) for f in (tmp_path / paper / fig).glob("*.parquet")])
+
+
+@pytest.mark.slow
+def test_tiny_bandwidth_points_have_the_message_identities(tmp_path):
+    res = _run(tmp_path, "bistream/fig11", "point.x=15000")
+    assert (res["status"] == "ok").all()
+    v = res[res["t"].isna()].pivot_table(index="series", columns="metric", values="value")
+    assert (v["results"] == v["oracle_rows"]).all()
+    # messages per tuple: JB8 1 + 4, JB8-CR2 1 + 2, JB8-CR4 1 + 1, JM16 sqrt(16)
+    assert v["messages_per_tuple"].round(6).to_dict() == {"jb8": 5.0, "jb8_cr2": 3.0,
+                                                         "jb8_cr4": 2.0, "jm16": 4.0}
+    png = plot_figure("bistream/fig11", "tiny", str(tmp_path))
+    assert png is not None and png.exists()
+
+
+@pytest.mark.slow
+def test_a_tiny_window_point_is_exact_and_bounded(tmp_path):
+    res = _run(tmp_path, "bistream/fig6b", "point.series=w3")
+    v = res[res["t"].isna()].set_index("metric")["value"]
+    assert (res["status"] == "ok").all() and v["results"] == v["oracle_rows"] > 0
+    assert v["mlv_growth"] < 1.1 and v["saturated"] == 0
+
+
+def test_streams_keep_equal_bytes_per_second(tmp_path):
+    generate({"query": "eq7", "sf": 0.01, "tuples": 20000, "rate": 1000.0}, tmp_path)
+    r, s = (pd.read_parquet(tmp_path / f"{t}.parquet") for t in "RS")
+    assert len(r) + len(s) == 20000 and r["pass"].max() > 5  # the small side replayed
+    chi_r, chi_s = PROJECTED_BYTES["eq7"]
+    span = max(r["t"].max(), s["t"].max())
+    assert abs(len(r) * chi_r / (len(s) * chi_s) - 1) < 0.01  # equal bytes per second
+    assert abs((len(r) + len(s)) / span - 1000) < 5  # the total rate
+    assert (np.diff(r["t"]) > 0).all()
+    again = tmp_path / "again"
+    generate({"query": "eq7", "sf": 0.01, "tuples": 20000, "rate": 1000.0}, again)
+    assert pd.read_parquet(again / "R.parquet").equals(r)
+
+
+def test_crossing_interpolates_inside_the_micro_batch():
+    vol = np.array([100.0, 200.0, 300.0])
+    assert crossing(vol, np.array([1.0, 3.0, 5.0]), 4.0) == 250.0
+    assert np.isnan(crossing(vol, np.array([1.0, 2.0, 3.0]), 4.0))
+    assert crossing(vol, np.array([5.0, 6.0, 7.0]), 4.0) == 100.0
+    assert settings_label("jb", 16, 4) == "JB16-CR4" and settings_label("jm", 36, None) == "JM36"
