@@ -12,7 +12,8 @@ each stream remains almost the same", so phi_R chi_R = phi_S chi_S with chi the 
 tuple sizes (:data:`PROJECTED_BYTES`). The paper's rate is one number and does not say whether
 it is per stream or the total (``rate_reading``: ``total``, the default, splits ``rate``
 between the streams; ``per_stream`` makes the total twice the rate). Arrivals are evenly
-spaced on each stream (a rate-controlled feed), ``t`` in seconds.
+spaced on each stream (a rate-controlled feed), ``t`` in seconds; ``profile`` varies the rate
+over time (minute, multiplier points, linear between them: Fig 12's rate profile).
 
 Replay: Q5's and Q7's small side (a few hundred suppliers at this scale) cannot keep its share
 of the bytes per second for long; it is replayed: the stream cycles through the side's rows,
@@ -56,15 +57,21 @@ class Params:
     tuples: int = 100_000
     rate: float = 10_000.0
     rate_reading: str = "total"
+    profile: tuple = ()  # ((minute, rate multiplier), ...): a varying rate, linear between
+    minutes: float = 0.0  # > 0: the streams span this long (``tuples`` is then ignored)
     seed: int = 0
 
     def __post_init__(self) -> None:
         check(self.query in PROJECTED_BYTES,
               f"query must be one of {', '.join(PROJECTED_BYTES)}")
-        check(self.sf > 0 and self.tuples >= 0 and self.rate > 0,
-              "sf and rate must be > 0, tuples >= 0")
+        check(self.sf > 0 and self.tuples >= 0 and self.rate > 0 and self.minutes >= 0,
+              "sf and rate must be > 0, tuples and minutes >= 0")
         check(self.rate_reading in ("total", "per_stream"),
               "rate_reading must be total or per_stream")
+        pts = [tuple(p) for p in self.profile]
+        check(all(len(p) == 2 and p[1] >= 0 for p in pts) and
+              all(a[0] < b[0] for a, b in zip(pts, pts[1:], strict=False)),
+              "profile takes (minute, multiplier >= 0) points in increasing minutes")
 
 
 def stream_rates(p: Params) -> tuple[float, float]:
@@ -72,6 +79,25 @@ def stream_rates(p: Params) -> tuple[float, float]:
     chi_r, chi_s = PROJECTED_BYTES[p.query]
     total = p.rate * (2 if p.rate_reading == "per_stream" else 1)
     return total * chi_s / (chi_r + chi_s), total * chi_r / (chi_r + chi_s)
+
+
+def arrival_times(n: int, phi: float, profile) -> np.ndarray:
+    """``n`` evenly spaced arrivals at ``phi`` tuples/s (half a gap in), or at ``phi`` times
+    the profile's multiplier, linear between its (minute, multiplier) points and flat beyond
+    them: the i-th arrival comes when the cumulative rate reaches i + 0.5."""
+    if not profile:
+        return (np.arange(n) + 0.5) / phi
+    pts = np.asarray(profile, float)
+    grid = np.arange(0.0, 1.0 + pts[-1, 0] * 60.0, 1.0)  # seconds, up to the last point
+    mult = np.interp(grid / 60.0, pts[:, 0], pts[:, 1])
+    cum = np.concatenate([[0.0], np.cumsum((mult[1:] + mult[:-1]) / 2 * phi)])
+    want = np.arange(n) + 0.5
+    inside = want <= cum[-1]
+    t = np.empty(n)
+    t[inside] = np.interp(want[inside], cum, grid)
+    tail = pts[-1, 1] * phi  # beyond the profile: its last rate
+    t[~inside] = grid[-1] + (want[~inside] - cum[-1]) / tail if tail > 0 else np.inf
+    return t
 
 
 def _replayed(keys: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray,
@@ -92,13 +118,20 @@ def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dic
                                             "seed": p.seed}, spark=spark, progress=progress))
     phi_r, phi_s = stream_rates(p)
     n_r = int(round(p.tuples * phi_r / (phi_r + phi_s)))
+    counts = {"R": n_r, "S": p.tuples - n_r}
+    if p.minutes > 0:  # as many arrivals as the rates give in that span
+        span = p.minutes * 60.0
+        peak = max([1.0, *(m for _, m in p.profile)])  # at most this many per second
+        counts = {name: int(np.searchsorted(arrival_times(int(phi * span * peak) + 10, phi,
+                                                          p.profile), span, "right"))
+                  for name, phi in (("R", phi_r), ("S", phi_s))}
     rows: dict[str, int] = {}
     info: dict = {"projected_bytes": PROJECTED_BYTES[p.query]}
-    for name, n, phi in (("R", n_r, phi_r), ("S", p.tuples - n_r, phi_s)):
+    for name, n, phi in (("R", counts["R"], phi_r), ("S", counts["S"], phi_s)):
         keys = pq.read_table(src / f"{name}.parquet", columns=["key"])["key"].to_numpy()
         rng = np.random.default_rng([p.seed, ord(name)])
         key, passes = _replayed(keys.astype(np.int64), n, rng)
-        t = (np.arange(len(key)) + 0.5) / phi  # evenly spaced, the streams offset
+        t = arrival_times(len(key), phi, p.profile)
         table = pa.table({"key": key, "t": t, "pass": passes})
         rows[name] = write_part(table, Path(out) / f"{name}.parquet", 0)
         info[f"passes_{name}"] = int(passes.max() + 1) if len(passes) else 0

@@ -90,6 +90,13 @@ PARAM_DOCS: dict[str, str] = {
     "state_bytes": "modeled bytes of one state tuple (D-CAPE relocation transfer time)",
     "contrand": "ContRand subgroups per side (JBx-CRy: y); none or 1 is random routing",
     "key_range": "the key domain ContRand's range subgroups split (band joins; default: the inputs' keys)",
+    "elastic": "2ps: BiStream's two-phase scaling of a windowed join-biclique (needs capacity=)",
+    "capacity": "2PS: a unit's memory capacity C in bytes (MLV = stored tuples x tuple_bytes)",
+    "t_high": "2PS: load tau above which a side scales out (the paper's T_h = 0.8)",
+    "t_low": "2PS: load tau below which a side scales in (T_l = 0.3)",
+    "psi": "2PS: the target load Psi of Eq. 7 (0.6)",
+    "check_every": "2PS: event time between two load checks (the paper's 1 minute)",
+    "confirmations": "2PS: identical decisions in a row before scaling (3)",
     "r_units": "join-biclique units that store R (the rest store S); none means half",
     # single-site operators under a memory budget (DINER paper); times in the arrival times' unit
     "tups_per_block": "tuples per disk block (the paper: 10 KB blocks of 200-byte tuples, 50)",

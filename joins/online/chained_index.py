@@ -23,12 +23,13 @@ class Chain:
     """The subindexes of one side at one unit: the newest arrival number and event time of
     each archived subindex, and the active subindex's oldest event time."""
 
-    __slots__ = ("last_seq", "max_ts", "active_min", "upto")
+    __slots__ = ("last_seq", "max_ts", "active_min", "active_max", "upto")
 
     def __init__(self) -> None:
         self.last_seq: list[int] = []  # per archived subindex, oldest first
         self.max_ts: list[float] = []
         self.active_min = np.nan  # the active subindex's oldest event time (NaN: empty)
+        self.active_max = np.nan  # and its newest
         self.upto = -1  # the newest arrival number indexed so far
 
     def __len__(self) -> int:
@@ -53,6 +54,8 @@ class Chain:
             self.max_ts.append(float(ts[j]))
             self.active_min = np.nan
             i = j + 1
+        if not np.isnan(self.active_min):
+            self.active_max = float(ts[-1])
         self.upto = int(seq[-1])
 
     def expire(self, latest_other: float, horizon: float) -> int:
@@ -60,6 +63,13 @@ class Chain:
         before ``latest_other`` (the newest tuple of the other relation seen here); returns
         the arrival number up to which tuples are gone (-1: none)."""
         k = int(np.searchsorted(self.max_ts, latest_other - horizon, "left"))
+        if k == len(self.max_ts) and not np.isnan(self.active_min) and \
+                self.active_max < latest_other - horizon:
+            # the active subindex too (a unit that no longer stores: a retiring unit's state
+            # expires whole, and the unit can be released)
+            self.last_seq, self.max_ts = [], []
+            self.active_min = self.active_max = np.nan
+            return self.upto
         if k == 0:
             return -1
         cut = self.last_seq[k - 1]

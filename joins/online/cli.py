@@ -106,6 +106,8 @@ def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s:
                          f"{', '.join(sorted(_ENGINE))})")
     typed = {k: _typed(extra, k, hints.get(k, typing.Any)) for k in extra}
     graph = {"graph": opts["graph"]} if "graph" in _factory_params(factory) else {}
+    if "tuple_bytes" in _factory_params(factory) and opts.get("tuple_bytes"):
+        graph["tuple_bytes"] = opts["tuple_bytes"]
     if "key_range" in _factory_params(factory) and "key_range" not in typed:
         graph["key_range"] = (0.0, 1.0)  # the run takes it from the inputs (ContRand, band)
     try:

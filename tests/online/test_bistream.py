@@ -163,3 +163,42 @@ def test_without_the_order_consistent_protocol_pairs_are_missed_and_duplicated(s
     # no network delay spread: arrival order is sending order, nothing is missed
     flat = simulate(r, s, protocol=False, seed=seed, delay=lambda g, n: np.full(n, 2.0))
     assert flat.missed == flat.duplicated == 0
+
+
+def test_two_phase_scaling_scales_out_and_in_and_stays_exact():
+    """A rate that rises fourfold then falls: 2PS adds units to both sides once tau passes
+    T_h three checks in a row, removes them once it falls below T_l, and units that leave
+    are released when their window has expired; every windowed pair comes exactly once."""
+    rng = np.random.default_rng(0)
+
+    def side(col):
+        t = np.concatenate([np.sort(rng.uniform(0, 600, 6000)),
+                            np.sort(rng.uniform(600, 1200, 24000)),
+                            np.sort(rng.uniform(1200, 2100, 4500))])
+        return pd.DataFrame({"key": rng.integers(0, 300, len(t)).astype(float), "t": t,
+                             col: np.arange(len(t)) % 3})
+
+    r, s = side("a"), side("b")
+    res = run_stream(None, r, s, operator="join_biclique", joiners=4, time="t", window=100.0,
+                     archive=10.0, tick=20.0, elastic="2ps", capacity=2000 * 50.0,
+                     tuple_bytes=(50.0, 50.0), collect_output=True, progress=False,
+                     backend="local")
+    assert_same_rows(res.output, _window_oracle(r, s, 100.0))
+    d = res.decisions
+    assert list(d["delta"].dropna()) == [-2, 6, -6]  # idle start, the surge, the fall
+    assert d["retired"].notna().any()  # drained units released once their state expired
+    m = res.metrics
+    last = m[m["batch"] == m["batch"].max()]
+    assert last["worker"].nunique() == 2  # the drained units were released
+    assert (m["mlv_bytes"] <= 2000 * 50.0 * 2.5).all()
+
+
+def test_two_phase_scaling_needs_a_window_and_a_capacity():
+    r, s = _timed(np.random.default_rng(0), 50, 5, "a"), _timed(np.random.default_rng(1), 50,
+                                                                 5, "b")
+    with pytest.raises(ValueError, match="windowed join"):
+        run_stream(None, r, s, operator="join_biclique", joiners=4, time="t", elastic="2ps",
+                   capacity=1e6, tuple_bytes=(1.0, 1.0), progress=False, backend="local")
+    with pytest.raises(ValueError, match="capacity"):
+        run_stream(None, r, s, operator="join_biclique", joiners=4, time="t", window=5.0,
+                   elastic="2ps", progress=False, backend="local")
