@@ -48,10 +48,12 @@ class ProtocolRun:
 
 
 def simulate(r_keys: np.ndarray, s_keys: np.ndarray, *, m: int = 2, n: int = 2,
-             dispatchers: int = 2, gap: float = 1.0, delay: Delay = exponential_delay(5.0),
+             dispatchers: int = 2, gap: float = 1.0, delay: Delay | None = None,
              protocol: bool = True, punctuation: float = 10.0, seed: int = 0) -> ProtocolRun:
     """Stream R and S (interleaved at random, one tuple per ``gap``, each to a random
-    dispatcher) through a random-routing join-biclique of ``m`` R units and ``n`` S units."""
+    dispatcher) through a random-routing join-biclique of ``m`` R units and ``n`` S units
+    (``delay``: exponential with mean 5 gaps by default)."""
+    delay = delay or exponential_delay(5.0)
     rng = np.random.default_rng(seed)
     rel = rng.permutation(np.r_[np.zeros(len(r_keys), int), np.ones(len(s_keys), int)])
     idx = np.zeros(len(rel), int)
