@@ -57,7 +57,7 @@ class Params:
     tuples: int = 100_000
     rate: float = 10_000.0
     rate_reading: str = "total"
-    profile: tuple = ()  # ((minute, rate multiplier), ...): a varying rate, linear between
+    profile: tuple[tuple[float, ...], ...] = ()  # ((minute, multiplier), ...): linear between
     minutes: float = 0.0  # > 0: the streams span this long (``tuples`` is then ignored)
     seed: int = 0
 

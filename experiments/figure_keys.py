@@ -40,7 +40,8 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                         "tuple_bytes", "tick_ms", "minutes"),
     "bistream_join": _keys("scale_factor", "capacity_gb", "tuple_overhead_bytes",
                            "micro_batches", "model", "units", "contrand", "window",
-                           "archive_share", "delay"),
+                           "archive_share", "delay", "elastic", "t_high", "t_low", "psi",
+                           "check_every", "confirmations", "quiet_minutes"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")

@@ -60,7 +60,8 @@ PARAM_DOCS: dict[str, str] = {
                           "record_bytes",
     # online operators
     "eps": "DYNAMIC's trigger: a decision when a relation grew by this fraction (1: doubling)",
-    "warmup": "tuples before DYNAMIC's first decision; none means 1% of the stream",
+    "warmup": "tuples before DYNAMIC's first decision (none: 1% of the stream); for 2PS, "
+              "event time before its first check",
     "decide_on": "sizes DYNAMIC decides on: updated (|R|+|dR|) or previous (|R|)",
     "initial": "DYNAMIC's first (n,m) mapping; none means (sqrt J, sqrt J)",
     "jump": "how DYNAMIC reaches a mapping several doublings away: direct (one migration) or "

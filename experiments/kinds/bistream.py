@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from omegaconf import OmegaConf
 
+from experiments.figure_spec import plain
 from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import cached_value, point_settings
 
@@ -103,6 +105,36 @@ def _window_metrics(per: pd.DataFrame, window: float, period: float, r: pd.DataF
     }
 
 
+def _scaling_metrics(decisions: pd.DataFrame, r: pd.DataFrame, st: pd.DataFrame,
+                     m: pd.DataFrame, per: pd.DataFrame, rows: list,
+                     quiet: list | None) -> dict:
+    """2PS: the units added and removed, when, and the decisions inside ``quiet`` (a
+    [from, to] minute range where the paper saw none); the units in force over event time
+    join the series."""
+    times = np.sort(np.concatenate([r["t"].to_numpy(), st["t"].to_numpy()]))
+    dec = decisions[decisions["delta"].notna()] if "delta" in decisions else decisions.iloc[:0]
+    at_min = times[np.minimum(dec["at"].to_numpy(int), len(times) - 1)] / 60.0 \
+        if len(dec) else np.zeros(0)
+    delta = dec["delta"].to_numpy(float) if len(dec) else np.zeros(0)
+    units = m.groupby("batch").agg(n=("n", "first"), m=("m", "first"))
+    for t, (a, b) in zip(per["t1"], units.itertuples(index=False), strict=True):
+        rows.append({"metric": "units_t", "t": float(t), "value": float(a + b),
+                     "unit": "units in force"})
+    lo, hi = (quiet or [np.nan, np.nan])
+    return {
+        "scale_out_units": (float(delta[delta > 0].sum()), "units"),
+        "scale_in_units": (float(-delta[delta < 0].sum()), "units"),
+        "scale_actions": (float(len(delta)), "count"),
+        "first_scale_out_minute": (float(at_min[delta > 0].min()) if (delta > 0).any()
+                                   else np.nan, "event-time minutes"),
+        "first_scale_in_minute": (float(at_min[delta < 0].min()) if (delta < 0).any()
+                                  else np.nan, "event-time minutes"),
+        "actions_in_quiet": (float(((at_min >= lo) & (at_min <= hi)).sum()), "count"),
+        "units_max": (float((units["n"] + units["m"]).max()), "units"),
+        "units_final": (float((units["n"] + units["m"]).iloc[-1]), "units"),
+    }
+
+
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from datagen.bistream_streams import PROJECTED_BYTES
@@ -114,7 +146,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     s = point_settings(pc)
     wl, run = s["workload"], s["run"]
     factor = float(run["scale_factor"])
-    params = dict(wl["params"])
+    params = plain(OmegaConf.create(dict(wl["params"])))  # nested lists (a rate profile)
     params["rate"] = float(params["rate"]) * factor
     params.setdefault("seed", pc.seed)
     spark = get_spark(**pc.spark_cfg)
@@ -133,6 +165,13 @@ def run_point(pc: PointContext) -> PointOutcome:
     contrand = run.get("contrand")
     op = {"jb": "join_biclique", "jm": "join_matrix"}[model]
     op_params = {"contrand": int(contrand)} if model == "jb" and contrand else {}
+    if run.get("elastic"):  # 2PS against the unit capacity at this scale
+        # one rule: the first check once a window (and an archive period) has filled
+        warm = float(run["window"]) * (1 + float(run.get("archive_share", 0.1))) \
+            if run.get("window") is not None else 0.0
+        op_params.update(elastic=str(run["elastic"]), capacity=capacity, warmup=warm,
+                         **{k: run[k] for k in ("t_high", "t_low", "psi", "check_every",
+                                                "confirmations") if run.get(k) is not None})
     window = run.get("window")
     timed = {}
     if window is not None:
@@ -171,6 +210,9 @@ def run_point(pc: PointContext) -> PointOutcome:
     deliveries_bytes = sum(n * chi for _, _, n, chi in msgs.values())
     outputs = float(m["outputs"].sum())
     expected = _window_count(folder, r, st, window, band)
+    if run.get("elastic"):
+        out.metrics.update(_scaling_metrics(res.decisions, r, st, m, per, rows,
+                                            run.get("quiet_minutes")))
     if window is not None:
         out.metrics.update(_window_metrics(per, float(window), timed["archive"], r, st,
                                            mem_bytes, factor))

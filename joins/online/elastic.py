@@ -7,6 +7,9 @@ when it is the same ``confirmations`` checks in a row (the false-positive guard)
 gets Delta = (tau / psi - 1) k units (Eq. 7; the paper does not round it: up for a scale-out,
 down for a scale-in, written so), at least one unit staying.
 
+The first check comes ``warmup`` after the start (a window join's memory grows for one
+window before it can be judged: the kind passes window + P).
+
 Scaling phase, windowed join (the paper's Fig 12): no migration. New units take their share of
 new tuples at once (random routing spreads the stores over every unit of the side, the
 paper's "controls the storage distribution of the new incoming tuples" read as uniform
@@ -31,7 +34,8 @@ from joins.online.layouts import BicliqueLayout
 class TwoPhaseScaling(Static):
     def __init__(self, layout: BicliqueLayout, *, capacity: float,
                  tuple_bytes: tuple[float, float], t_high: float = 0.8, t_low: float = 0.3,
-                 psi: float = 0.6, check_every: float = 60.0, confirmations: int = 3) -> None:
+                 psi: float = 0.6, check_every: float = 60.0, confirmations: int = 3,
+                 warmup: float = 0.0) -> None:
         super().__init__(layout)
         if type(layout) is not BicliqueLayout:
             raise ValueError("2PS scales a join-biclique with random routing")
@@ -43,6 +47,7 @@ class TwoPhaseScaling(Static):
         self.capacity, self.tuple_bytes = float(capacity), tuple(float(b) for b in tuple_bytes)
         self.t_high, self.t_low, self.psi = t_high, t_low, psi
         self.check_every, self.confirmations = check_every, confirmations
+        self.warmup = warmup  # event time before the first check (a window still filling)
         self.next_check: float | None = None
         self.last = {True: 0, False: 0}  # the last decision per side (+1, -1, 0)
         self.streak = {True: 0, False: 0}
@@ -59,7 +64,7 @@ class TwoPhaseScaling(Static):
             return None
         now = float(metrics["t1"].max())
         if self.next_check is None:
-            self.next_check = now + self.check_every
+            self.next_check = now + max(self.check_every, self.warmup)
         if now < self.next_check:
             return None
         self.next_check += self.check_every * max(1, math.floor(

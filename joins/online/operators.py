@@ -94,7 +94,8 @@ def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
                   key_range: tuple[float, float] | None = None, elastic: str | None = None,
                   capacity: float | None = None, tuple_bytes: tuple | None = None,
                   t_high: float = 0.8, t_low: float = 0.3, psi: float = 0.6,
-                  check_every: float = 60.0, confirmations: int = 3, **extra):
+                  check_every: float = 60.0, confirmations: int = 3, warmup: float = 0.0,
+                  **extra):
     """BiStream's join-biclique: ``r_units`` units store R (default J/2, the larger half for
     an odd J going to S), the rest store S; every tuple is stored once. Random routing
     ("JBx") probes the whole other side; ``contrand=y`` ("JBx-CRy") splits each side into y
@@ -119,7 +120,8 @@ def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
 
         return TwoPhaseScaling(BicliqueLayout(a, joiners - a), capacity=capacity,
                                tuple_bytes=tuple_bytes, t_high=t_high, t_low=t_low, psi=psi,
-                               check_every=check_every, confirmations=confirmations)
+                               check_every=check_every, confirmations=confirmations,
+                               warmup=warmup)
     if contrand is None or int(contrand) == 1:
         return Static(BicliqueLayout(a, joiners - a))
     return Static(ContRandLayout.even(a, joiners - a, int(contrand), int(contrand), band,
