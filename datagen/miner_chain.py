@@ -15,7 +15,8 @@ Arrival times: exponential gaps, each relation at rate ``lam * size / middle`` (
 relations at the paper's lambda = 0.1), so every relation arrives over the same span (a choice:
 the paper gives one lambda and relations of unequal sizes); ``key_rate="same"``: the other
 reading, every relation at ``lam``, so the key relations are complete within the first tenth
-of the run. ``fragments`` and ``fragment_delay`` cut each
+of the run; a relation's arrival times are seeded by its name, so the 2-, 3- and 4-input
+queries share those of the relations they have in common. ``fragments`` and ``fragment_delay`` cut each
 relation into fragments with pauses (:mod:`datagen.arrival_times`: the delays of Fig 21).
 
 Tables ``R1``..``R4`` (those of the query): the join attributes (int64), ``t`` (float64 arrival
@@ -96,11 +97,12 @@ def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dic
         cols["R2"] = {"a1": fk["R2"], "a2": a2["R2"]} if "R1" in names else {"a2": a2["R2"]}
         cols["R3"] = {"a2": a2["R3"], "a3": fk["R3"]} if "R4" in names else {"a2": a2["R3"]}
     rows = {}
-    for i, r in enumerate(names):
+    for r in names:
         c = cols[r]
         n = len(next(iter(c.values())))
         lam = p.lam * n / p.middle if p.key_rate == "span" else p.lam
-        t = arrival_times(n, lam, np.random.default_rng([p.seed, 40 + i]),
+        # seeded by the relation's name: R2 arrives alike in the 2-, 3- and 4-input queries
+        t = arrival_times(n, lam, np.random.default_rng([p.seed, 40 + int(r[1:])]),
                           fragments=p.fragments, fragment_delay=p.fragment_delay)
         table = pa.table({**{k: v.astype(np.int64) for k, v in c.items()}, "t": t,
                           "rid": np.arange(n, dtype=np.int64)})

@@ -126,7 +126,7 @@ def test_materialize_sweeps_stale_interrupted_folders_of_its_root(tmp_path):
 
 
 def test_unknown_generator_names_valid_ones(tmp_path):
-    with pytest.raises(GeneratorError, match="valid: dcape_streams, diner_streams, dpair, miner_chain, smalllarge, squall_query, stock_trace, stream, tpch, weather_trace"):
+    with pytest.raises(GeneratorError, match="valid: bistream_streams, dcape_streams, diner_streams, dpair, miner_chain, smalllarge, squall_query, stock_trace, stream, tpch, weather_trace"):
         materialize("zipfpair", {}, root=tmp_path)
 
 

@@ -45,7 +45,7 @@ def test_generate_into_out_then_reuse_then_rankfreq(tmp_path, capsys):
     (("dpair", "alpha=-0.1"), "alpha must be a number >= 0"),
     (("dpair", "keys=0"), "keys (K) must be in 1.."),
     (("dpair", "alhpa=1"), "valid: alpha, chunk_rows"),
-    (("zipfpair",), "valid: dcape_streams, diner_streams, dpair, miner_chain, smalllarge"),
+    (("zipfpair",), "valid: bistream_streams, dcape_streams, diner_streams, dpair, miner_chain, smalllarge"),
     (("stream", "source=dpair", "order=zigzag"), "valid: fluct, intervals, random, rate"),
     (("dpair", "rows"), "expected key=value"),
     (("rankfreq",), "usage"),
