@@ -135,6 +135,33 @@ def _scaling_metrics(decisions: pd.DataFrame, r: pd.DataFrame, st: pd.DataFrame,
     }
 
 
+def _model_metrics(model: str, units: int, contrand, msgs: dict, deliveries_bytes: float,
+                   r: pd.DataFrame, st: pd.DataFrame, mem_bytes: tuple[float, float],
+                   per: pd.DataFrame, full_history: bool) -> dict:
+    """The engine's counts over the paper's closed forms (§4): memory W_bi = chi_R |R| +
+    chi_S |S| (Eq. 1) or W_mat = n chi_R |R| + m chi_S |S| (Eq. 2), at the end of a
+    full-history run; bandwidth B_bi = (n/e + 1) Sigma_R + (m/d + 1) Sigma_S (Eq. 5) or
+    B_mat = n Sigma_R + m Sigma_S (Eq. 6), with Sigma the projected bytes of each stream."""
+    n_r, n_s = len(r), len(st)
+    sig_r, sig_s = msgs["R"][3] * n_r, msgs["S"][3] * n_s
+    if model == "jm":
+        side = int(round(np.sqrt(units)))
+        w_model = side * (mem_bytes[0] * n_r + mem_bytes[1] * n_s)
+        b_model = side * (sig_r + sig_s)
+    else:
+        y = int(contrand) if contrand else 1
+        half_r, half_s = units // 2, units - units // 2
+        w_model = mem_bytes[0] * n_r + mem_bytes[1] * n_s
+        b_model = (half_s / y + 1) * sig_r + (half_r / y + 1) * sig_s
+    w = float(per["mlv_sum"].iloc[-1]) if len(per) else 0.0
+    return {
+        "memory_over_model": (w / w_model if full_history and w_model else np.nan,
+                              "measured / Eq. 1-2"),
+        "bandwidth_over_model": (deliveries_bytes / b_model if b_model else np.nan,
+                                 "measured / Eq. 5-6"),
+    }
+
+
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from datagen.bistream_streams import PROJECTED_BYTES
@@ -208,6 +235,8 @@ def run_point(pc: PointContext) -> PointOutcome:
                       float(m[f"probe_received_{side}"].sum()),
                       float(m[f"received_{side}"].sum()), chi)
     deliveries_bytes = sum(n * chi for _, _, n, chi in msgs.values())
+    out.metrics.update(_model_metrics(model, units, contrand, msgs, deliveries_bytes, r, st,
+                                      mem_bytes, per, window is None))
     outputs = float(m["outputs"].sum())
     expected = _window_count(folder, r, st, window, band)
     if run.get("elastic"):
