@@ -41,7 +41,7 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
     "bistream_join": _keys("scale_factor", "capacity_gb", "tuple_overhead_bytes",
                            "micro_batches", "model", "units", "contrand", "window",
                            "archive_share", "delay", "elastic", "t_high", "t_low", "psi",
-                           "check_every", "confirmations", "quiet_minutes"),
+                           "check_every", "confirmations", "quiet_minutes", "search", "row"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")

@@ -25,6 +25,7 @@ checked against DuckDB's count (full history) or a windowed count.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -162,35 +163,49 @@ def _model_metrics(model: str, units: int, contrand, msgs: dict, deliveries_byte
     }
 
 
-def run_point(pc: PointContext) -> PointOutcome:
+@dataclass
+class Setup:
+    """One point's inputs and setting, at this scale."""
+
+    run: dict
+    params: dict
+    factor: float
+    folder: Path
+    r: pd.DataFrame
+    st: pd.DataFrame
+    band: float | None
+    proj: tuple[int, int]
+    mem_bytes: tuple[float, float]
+    capacity: float
+    model: str
+    units: int
+    contrand: int | None
+    op: str
+    op_params: dict
+
+
+def _setup(pc: PointContext) -> Setup:
     from datagen import materialize
     from datagen.bistream_streams import PROJECTED_BYTES
     from datagen.squall_query import QUERIES
-    from joins.calibrated import cost_model
-    from joins.online import run_stream
-    from runtime.spark_session import get_spark
 
     s = point_settings(pc)
     wl, run = s["workload"], s["run"]
     factor = float(run["scale_factor"])
     params = plain(OmegaConf.create(dict(wl["params"])))  # nested lists (a rate profile)
+    by_x = plain(OmegaConf.create(dict(wl.get("params_by_x") or {})))
+    params.update(by_x.get(str(pc.x), {}))  # e.g. Table 4's query and rate per row
     params["rate"] = float(params["rate"]) * factor
     params.setdefault("seed", pc.seed)
-    spark = get_spark(**pc.spark_cfg)
-    out = PointOutcome(status="ok", spark_version=spark.version,
-                       spark_master=spark.sparkContext.master)
     folder = Path(materialize("bistream_streams", params, progress=pc.progress))
     r = pd.read_parquet(folder / "R.parquet", columns=["key", "t"])
     st = pd.read_parquet(folder / "S.parquet", columns=["key", "t"])
     query = QUERIES[params["query"]]
-    band = float(query.band) if query.predicate == "band" else None
     proj = PROJECTED_BYTES[params["query"]]
     overhead = float(run["tuple_overhead_bytes"])
-    mem_bytes = (proj[0] + overhead, proj[1] + overhead)
     capacity = float(run["capacity_gb"]) * GB * factor
     model, units = str(run["model"]), int(run["units"])
     contrand = run.get("contrand")
-    op = {"jb": "join_biclique", "jm": "join_matrix"}[model]
     op_params = {"contrand": int(contrand)} if model == "jb" and contrand else {}
     if run.get("elastic"):  # 2PS against the unit capacity at this scale
         # one rule: the first check once a window (and an archive period) has filled
@@ -199,27 +214,122 @@ def run_point(pc: PointContext) -> PointOutcome:
         op_params.update(elastic=str(run["elastic"]), capacity=capacity, warmup=warm,
                          **{k: run[k] for k in ("t_high", "t_low", "psi", "check_every",
                                                 "confirmations") if run.get(k) is not None})
-    window = run.get("window")
-    timed = {}
+    return Setup(run, params, factor, folder, r, st,
+                 float(query.band) if query.predicate == "band" else None, proj,
+                 (proj[0] + overhead, proj[1] + overhead), capacity, model, units,
+                 int(contrand) if contrand else None,
+                 {"jb": "join_biclique", "jm": "join_matrix"}[model], op_params)
+
+
+def _stream(spark, pc: PointContext, su: Setup, r: pd.DataFrame, st: pd.DataFrame,
+            window: float | None):
+    """One engine run of the setting (a window with the chained index when given)."""
+    from joins.calibrated import cost_model
+    from joins.online import run_stream
+
+    run = su.run
+    timed: dict = {"time": "t"}  # event time: each micro-batch's t0 and t1
     if window is not None:
         timed = dict(time="t", window=float(window),
                      archive=float(run.get("archive_share", 0.1)) * float(window),
                      delay=float(run.get("delay", 0.0)))
-    total = len(r) + len(st)
-    batch = max(1, -(-total // int(run.get("micro_batches", 200))))
+    batch = max(1, -(-(len(r) + len(st)) // int(run.get("micro_batches", 200))))
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
-        res = run_stream(spark, r, st, on="key", operator=op, joiners=units, band=band,
-                         batch_size=batch, seed=int(params["seed"]), progress=pc.progress,
-                         cost=cost_model(pc.calibration, run), tuple_bytes=mem_bytes,
-                         **timed, **op_params)
-    m = res.metrics
-    per = m.groupby("batch").agg(r_seen=("r_seen", "first"), s_seen=("s_seen", "first"),
-                                 t1=("t1", "first"), mlv_max=("mlv_bytes", "max"),
-                                 mlv_mean=("mlv_bytes", "mean"), mlv_sum=("mlv_bytes", "sum"))
-    volume = (per["r_seen"] + per["s_seen"]).to_numpy(float)
+        return run_stream(spark, r, st, on="key", operator=su.op, joiners=su.units,
+                          band=su.band, batch_size=batch, seed=int(su.params["seed"]),
+                          progress=pc.progress, cost=cost_model(pc.calibration, run),
+                          tuple_bytes=su.mem_bytes, **timed, **su.op_params)
+
+
+def _per_batch(m: pd.DataFrame) -> pd.DataFrame:
+    return m.groupby("batch").agg(r_seen=("r_seen", "first"), s_seen=("s_seen", "first"),
+                                  t1=("t1", "first"), mlv_max=("mlv_bytes", "max"),
+                                  mlv_mean=("mlv_bytes", "mean"), mlv_sum=("mlv_bytes", "sum"))
+
+
+def _first_unit_crossing(m: pd.DataFrame, per: pd.DataFrame, along: np.ndarray,
+                         capacity: float) -> float:
+    """Where (in ``along``: volume or time) the unit that gets fullest first reaches C."""
     top = m.loc[m["mlv_bytes"].idxmax(), "worker"] if len(m) else None
     unit = m[m["worker"] == top].set_index("batch")["mlv_bytes"].reindex(per.index).fillna(0)
-    max_volume = crossing(volume, unit.to_numpy(float), capacity)
+    return crossing(along, unit.to_numpy(float), capacity)
+
+
+def _max_window_point(pc: PointContext, spark, out: PointOutcome, su: Setup) -> PointOutcome:
+    """Table 4: the largest window whose chained index keeps every unit below C. A
+    full-history run gives the event time t_C at which a unit fills; the window that holds
+    as much, t_C / (1 + P/window), is where the search starts; windowed runs then bracket the
+    answer: the largest window tried that fits, and one 5% larger that overflows."""
+    rate = (len(su.r) + len(su.st)) / max(su.r["t"].max(), su.st["t"].max())
+    # no unit fills later than all units' memory would (each tuple stored at least once):
+    # the full-history run stops there, or runs the whole stream if it must
+    horizon = 1.3 * su.units * su.capacity / min(su.mem_bytes) / rate
+    for limit in (horizon, np.inf):
+        full = _stream(spark, pc, su, su.r[su.r["t"] <= limit], su.st[su.st["t"] <= limit],
+                       None)
+        per = _per_batch(full.metrics)
+        t_c = _first_unit_crossing(full.metrics, per, per["t1"].to_numpy(float), su.capacity)
+        if np.isfinite(t_c):
+            break
+    share = float(su.run.get("archive_share", 0.1))
+    if not np.isfinite(t_c):
+        out.status, out.error = "error", "the full-history stream never fills a unit: longer"
+        return out
+    tried: dict[float, bool] = {}
+
+    def fits(window: float) -> bool:
+        span = 2.5 * window * (1 + share)  # past the first discards: the steady sawtooth
+        r, st = su.r[su.r["t"] <= span], su.st[su.st["t"] <= span]
+        if max(r["t"].max(), st["t"].max()) < 0.99 * span:
+            raise ValueError(f"the stream is shorter than {span:.0f} s: make it longer")
+        res = _stream(spark, pc, su, r, st, window)
+        tried[window] = bool(res.metrics["mlv_bytes"].max() < su.capacity)
+        return tried[window]
+
+    w = 0.97 * t_c / (1 + share)
+    for _ in range(5):
+        if fits(w):
+            if not fits(1.05 * w):
+                break
+            w *= 1.05
+        else:
+            w /= 1.05
+    ok = [x for x, f in tried.items() if f]
+    over = [x for x, f in tried.items() if not f and ok and x > max(ok)]
+    best = max(ok) if ok else float("nan")
+    rate /= su.factor  # at the paper's scale
+    out.metrics.update({
+        "max_window_s": (best, "s of event time"),
+        "overflow_window_s": (min(over) if over else float("nan"), "s of event time"),
+        "bracketed": (float(bool(over)), "flag"),
+        "window_tuples_millions": (best * rate / 1e6, "million tuples (paper scale)"),
+        "fill_time_s": (t_c, "s of event time (full history)"),
+        "window_runs": (float(len(tried)), "runs"),
+    })
+    if not over:
+        out.status, out.error = "error", f"no overflowing window above {best:.0f} s was found"
+    return out
+
+
+def run_point(pc: PointContext) -> PointOutcome:
+    from runtime.spark_session import get_spark
+
+    spark = get_spark(**pc.spark_cfg)
+    out = PointOutcome(status="ok", spark_version=spark.version,
+                       spark_master=spark.sparkContext.master)
+    su = _setup(pc)
+    if su.run.get("search") == "max_window":
+        return _max_window_point(pc, spark, out, su)
+    run, factor, r, st, folder = su.run, su.factor, su.r, su.st, su.folder
+    band, proj, mem_bytes, capacity = su.band, su.proj, su.mem_bytes, su.capacity
+    model, units, contrand = su.model, su.units, su.contrand
+    window = run.get("window")
+    total = len(r) + len(st)
+    res = _stream(spark, pc, su, r, st, window)
+    m = res.metrics
+    per = _per_batch(m)
+    volume = (per["r_seen"] + per["s_seen"]).to_numpy(float)
+    max_volume = _first_unit_crossing(m, per, volume, capacity)
     rows = []
     for v, mean, mx, t in zip(volume, per["mlv_mean"], per["mlv_max"], per["t1"],
                               strict=True):
@@ -243,8 +353,9 @@ def run_point(pc: PointContext) -> PointOutcome:
         out.metrics.update(_scaling_metrics(res.decisions, r, st, m, per, rows,
                                             run.get("quiet_minutes")))
     if window is not None:
-        out.metrics.update(_window_metrics(per, float(window), timed["archive"], r, st,
-                                           mem_bytes, factor))
+        out.metrics.update(_window_metrics(per, float(window),
+                                           float(run.get("archive_share", 0.1)) * float(window),
+                                           r, st, mem_bytes, factor))
     out.metrics.update({
         "max_volume": (max_volume / factor, "tuples (paper scale)"),
         "max_volume_millions": (max_volume / factor / 1e6, "million tuples (paper scale)"),
