@@ -202,3 +202,21 @@ def test_two_phase_scaling_needs_a_window_and_a_capacity():
     with pytest.raises(ValueError, match="capacity"):
         run_stream(None, r, s, operator="join_biclique", joiners=4, time="t", window=5.0,
                    elastic="2ps", progress=False, backend="local")
+
+
+@pytest.mark.spark
+def test_spark_runs_contrand_windows_and_2ps_exactly(spark):
+    """The same routings on Spark (state on the executors): ContRand with a band and the
+    chained index, and 2PS scaling out and in, each DuckDB's join as a multiset."""
+    rng = np.random.default_rng(6)
+    r, s = _timed(rng, 3000, 40, "a", rate=5.0), _timed(rng, 2500, 40, "b", rate=4.0)
+    res = run_stream(spark, r, s, operator="join_biclique", joiners=8, contrand=2, band=1.0,
+                     time="t", tick=20.0, window=60.0, archive=6.0, collect_output=True,
+                     progress=False)
+    assert_same_rows(res.output, _window_oracle(r, s, 60.0, 1.0))
+    assert res.metrics["expired"].sum() > 0
+    res = run_stream(spark, r, s, operator="join_biclique", joiners=4, time="t", tick=20.0,
+                     window=60.0, archive=6.0, elastic="2ps", capacity=150 * 10.0,
+                     tuple_bytes=(10.0, 10.0), collect_output=True, progress=False)
+    assert_same_rows(res.output, _window_oracle(r, s, 60.0))
+    assert res.decisions["delta"].notna().any()
