@@ -61,20 +61,16 @@ def crossing(volume: np.ndarray, mlv: np.ndarray, capacity: float) -> float:
 def _window_count(folder: Path, r: pd.DataFrame, s: pd.DataFrame, window: float | None,
                   band: float | None) -> int:
     """DuckDB's count of the join (within the window), cached next to the inputs."""
-    import duckdb
-
-    cond = "r.key = s.key" if not band else f"abs(r.key - s.key) <= {float(band)}"
-    if window is not None:
-        cond += f" AND abs(r.t - s.t) <= {float(window)}"
-    name = f"oracle-bistream-w{window}-b{band}.json"
+    from joins.oracle import oracle_count, oracle_join_sql
 
     def count() -> int:
-        con = duckdb.connect()
-        con.register("r", r)
-        con.register("s", s)
-        return int(con.sql(f"SELECT count(*) FROM r JOIN s ON {cond}").fetchone()[0])
+        if window is None:
+            return oracle_count(r, s, on="key", band=band)
+        con, sql = oracle_join_sql(r, s, "key", "inner", band)
+        return int(con.sql(f"SELECT count(*) FROM ({sql}) WHERE abs(l_t - r_t) <= "
+                           f"{float(window)}").fetchone()[0])
 
-    return int(cached_value(folder / name, "rows", count))
+    return int(cached_value(folder / f"oracle-bistream-w{window}-b{band}.json", "rows", count))
 
 
 def _window_metrics(per: pd.DataFrame, window: float, period: float, r: pd.DataFrame,
