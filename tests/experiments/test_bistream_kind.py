@@ -28,13 +28,13 @@ def _run(tmp_path, figure: str, *extra: str) -> pd.DataFrame:
 
 @pytest.mark.slow
 def test_tiny_bandwidth_points_have_the_message_identities(tmp_path):
-    res = _run(tmp_path, "bistream/fig11", "point.x=15000")
+    res = _run(tmp_path, "bistream/fig11", "point.x=15000", "point.series=jb8_cr4,jm16")
     assert (res["status"] == "ok").all()
     v = res[res["t"].isna()].pivot_table(index="series", columns="metric", values="value")
     assert (v["results"] == v["oracle_rows"]).all()
-    # messages per tuple: JB8 1 + 4, JB8-CR2 1 + 2, JB8-CR4 1 + 1, JM16 sqrt(16)
-    assert v["messages_per_tuple"].round(6).to_dict() == {"jb8": 5.0, "jb8_cr2": 3.0,
-                                                         "jb8_cr4": 2.0, "jm16": 4.0}
+    # messages per tuple: JB8-CR4 1 + 1, JM16 sqrt(16); the closed forms hold
+    assert v["messages_per_tuple"].round(6).to_dict() == {"jb8_cr4": 2.0, "jm16": 4.0}
+    assert (v["bandwidth_over_model"].round(9) == 1).all()
     png = plot_figure("bistream/fig11", "tiny", str(tmp_path))
     assert png is not None and png.exists()
 
