@@ -41,7 +41,7 @@ def no_spark(monkeypatch):
     (["operator=dynamic", "joiners=4", "controller=psychic"], "controller must be"),
     (["operator=dynamic", "joiners=4", "epsilon=0.5"],
      "unknown parameter epsilon= for dynamic; did you mean eps=? (its parameters: decide_on, "
-     "eps, initial, jump, warmup; engine options: band, "),
+     "eps, initial, jump, warmup; engine options: archive, band, "),
     # param.<name>= (describe's and compare's spelling) is the operator's parameter too
     (["operator=dynamic", "joiners=4", "param.eps=5"], "dynamic: eps must be in (0, 1], got 5.0"),
     (["operator=dynamic", "joiners=4", "param.epsilon=0.5"],
