@@ -46,7 +46,7 @@ class Chain:
                 self.active_min = float(ts[i])
             # the first tuple more than P after the active subindex's oldest crosses P: it
             # stays in the subindex, which is then archived
-            j = int(np.searchsorted(ts, self.active_min + period, "right", sorter=None))
+            j = int(np.searchsorted(ts, self.active_min + period, "right"))
             j = max(j, i)
             if j >= len(seq):
                 break

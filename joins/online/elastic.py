@@ -67,8 +67,8 @@ class TwoPhaseScaling(Static):
             self.next_check = now + max(self.check_every, self.warmup)
         if now < self.next_check:
             return None
-        self.next_check += self.check_every * max(1, math.floor(
-            (now - self.next_check) / self.check_every) + 1)
+        while self.next_check <= now:  # the next check time after this one
+            self.next_check += self.check_every
         sizes = {True: self.layout.a, False: self.layout.b}
         info: dict = {}
         for side in (True, False):
@@ -80,7 +80,7 @@ class TwoPhaseScaling(Static):
             if want and self.streak[side] >= self.confirmations:
                 k = sizes[side]
                 delta = (tau / self.psi - 1) * k
-                step = math.ceil(delta) if want > 0 else -math.floor(-delta)
+                step = math.ceil(delta)  # up for a scale-out, |Delta| down for a scale-in
                 sizes[side] = max(1, k + step)
                 self.streak[side], self.last[side] = 0, 0
                 info[f"tau_{'r' if side else 's'}"] = round(tau, 4)

@@ -597,10 +597,7 @@ class ContRandLayout(BicliqueLayout):
     def moves(self, new, is_r, key, u, me):
         raise ValueError("a ContRand join-biclique does not resize yet")
 
-    def drain(self, a: int, b: int) -> BicliqueLayout:
-        raise ValueError("a ContRand join-biclique does not resize yet")
-
-    def resize(self, a: int, b: int) -> BicliqueLayout:
+    def resize(self, a: int, b: int) -> BicliqueLayout:  # drain and rescale come here too
         raise ValueError("a ContRand join-biclique does not resize yet")
 
     def describe(self) -> dict:

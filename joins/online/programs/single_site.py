@@ -34,7 +34,6 @@ class SingleSiteState(WorkerBase):
     horizon: float = -np.inf  # arrivals before it are all delivered
     clock: float = -np.inf  # virtual time the operator is busy until
     reactive_mode: bool = False
-    ended: bool = False  # the last arrival has been delivered (the clean-up's call)
     events: int = 0  # arrivals processed (the timestamps of the duplicate checks)
     disk: list = field(default_factory=list)  # per relation: BlockDisk (or per bucket)
     seed: int = 0
@@ -142,7 +141,6 @@ class SingleSite(Program):
     def cleanup(self, ws, pieces, ctx, c, out):
         cfg = ctx.config
         out.clock = lambda: ws.clock
-        ws.ended = True
         self.advance(ws, cfg, c, out, final=True)
         if ws.reactive_mode:
             self._end_reactive(ws, self.buffered(ws))
