@@ -22,7 +22,9 @@ seeded order each pass. The large side is replayed the same way if the stream ou
 (``passes_S`` in ``streams.json`` says whether it did). Each side's rows are first shuffled
 (seeded): the TPC-H files are in key order, which would make the stream sorted on the key.
 
-Tables ``R`` and ``S``: ``key`` (int64), ``t`` (float64, seconds), ``pass`` (the replay pass);
+Tables ``R`` and ``S``: ``key`` (int64), ``t`` (float64, seconds), ``pass`` (the replay pass),
+and the group-by attributes of App. B's aggregates (:data:`GROUP_COLUMNS`: ``n_name`` in Q5's
+and Q7's R, ``l_year`` in Q7's S);
 ``streams.json``: each stream's rate, its replay passes and the projected bytes.
 """
 
@@ -48,6 +50,10 @@ PROJECTED_BYTES = {
     "eq7": (4 + 25, 4 + 4 + 4 + 8),  # s_suppkey, n_name | l_suppkey, orderkey, year, volume
     "bnci": (120, 120),
 }
+
+# the columns a stream carries besides its key: the group-by attributes of App. B's online
+# aggregates (Q5 by nation; Q7 by the supplier's nation and the ship year)
+GROUP_COLUMNS = {"eq5": {"R": ("n_name",)}, "eq7": {"R": ("n_name",), "S": ("l_year",)}}
 
 
 @dataclass(frozen=True)
@@ -100,14 +106,14 @@ def arrival_times(n: int, phi: float, profile) -> np.ndarray:
     return t
 
 
-def _replayed(keys: np.ndarray, n: int, rng: np.random.Generator) -> tuple[np.ndarray,
-                                                                           np.ndarray]:
-    """``n`` tuples cycling through ``keys``, each pass in a fresh random order."""
-    if n == 0 or not len(keys):
+def _replayed(rows: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` tuples cycling through a side's ``rows`` (their indices), each pass in a fresh
+    random order; and each tuple's pass."""
+    if n == 0 or not rows:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    passes = -(-n // len(keys))
-    out = np.concatenate([keys[rng.permutation(len(keys))] for _ in range(passes)])[:n]
-    return out, np.arange(n, dtype=np.int64) // len(keys)
+    passes = -(-n // rows)
+    out = np.concatenate([rng.permutation(rows) for _ in range(passes)])[:n]
+    return out, np.arange(n, dtype=np.int64) // rows
 
 
 def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dict[str, int]:
@@ -128,11 +134,14 @@ def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dic
     rows: dict[str, int] = {}
     info: dict = {"projected_bytes": PROJECTED_BYTES[p.query]}
     for name, n, phi in (("R", counts["R"], phi_r), ("S", counts["S"], phi_s)):
-        keys = pq.read_table(src / f"{name}.parquet", columns=["key"])["key"].to_numpy()
+        cols = GROUP_COLUMNS.get(p.query, {}).get(name, ())
+        side = pq.read_table(src / f"{name}.parquet", columns=["key", *cols])
         rng = np.random.default_rng([p.seed, ord(name)])
-        key, passes = _replayed(keys.astype(np.int64), n, rng)
+        idx, passes = _replayed(side.num_rows, n, rng)
+        key = side["key"].to_numpy().astype(np.int64)[idx]
         t = arrival_times(len(key), phi, p.profile)
-        table = pa.table({"key": key, "t": t, "pass": passes})
+        table = pa.table({"key": key, "t": t, "pass": passes,
+                          **{c: side[c].take(pa.array(idx)) for c in cols}})
         rows[name] = write_part(table, Path(out) / f"{name}.parquet", 0)
         info[f"passes_{name}"] = int(passes.max() + 1) if len(passes) else 0
         info[f"rate_{name}"] = phi

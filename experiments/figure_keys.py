@@ -41,7 +41,9 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
     "bistream_join": _keys("scale_factor", "capacity_gb", "tuple_overhead_bytes",
                            "micro_batches", "model", "units", "contrand", "window",
                            "archive_share", "delay", "elastic", "t_high", "t_low", "psi",
-                           "check_every", "confirmations", "quiet_minutes", "search", "row"),
+                           "check_every", "confirmations", "quiet_minutes", "search", "row",
+                           "memory_cliff", "throughput_within_millions", "aggregation",
+                           "dataset"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")
@@ -49,7 +51,9 @@ PLOT_KEYS: dict[str, Spec] = {  # per plot kind
     "lines": _keys("kind", "y", "ylabel", "logy", "results_table", extra_panels=_PANEL),
     "bars": _keys("kind", "y", "ylabel", "logy", "paper_axis_label", extra_panels=_PANEL,
                   panels=_keys("title", "series")),
-    "timeseries": _keys("kind", "y", "ylabel", "xlabel", "logy", "series", "hline", "panels",
+    "box": _keys("kind", "y", "ylabel", "logy"),
+    "timeseries": _keys("kind", "y", "ylabel", "xlabel", "logy", "logx", "markers", "series",
+                        "hline", "panels",
                         "ncols", "t_scale", shade=_keys("metric", "series"),
                         right=_keys("y", "ylabel", "series", "hline", "logy", "ylim")),
     "table": _keys("kind", rows=_keys("x", "metric", "label"),

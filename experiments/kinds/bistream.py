@@ -21,6 +21,14 @@ first unit's MLV reaches C: interpolated within the micro-batch from that unit's
 micro-batch's end when it cannot be), MLV (mean and max per unit) over the volume or over
 event time, messages per input tuple and bandwidth per relation, and the join's results,
 checked against DuckDB's count (full history) or a windowed count.
+
+Throughput and latency come from modeled time, never the wall clock: each unit's modeled cost
+in each micro-batch (the calibrated cost model on its exact counts) without the three costs of
+Spark's micro-batches (``fixed_per_batch``, ``per_worker`` and ``per_stored``, the state's
+handling once per micro-batch: Storm's tuple-at-a-time pipeline pays none of them), so a
+micro-batch's time is that of its busiest unit (the pipeline's bottleneck). ``run.memory_cliff``: a unit past C keeps its tuples on disk (the engine's
+``spill=charge`` with a budget of C over the larger stored tuple), so its new tuples cost a
+spill and every probe at it a probe into spilled state, at the spill store's measured costs.
 """
 
 from __future__ import annotations
@@ -58,9 +66,188 @@ def crossing(volume: np.ndarray, mlv: np.ndarray, capacity: float) -> float:
     return float(volume[i - 1] + frac * (volume[i] - volume[i - 1]))
 
 
+def pipelined_costs(m: pd.DataFrame, cost) -> pd.Series:
+    """Each (batch, unit) row's modeled seconds without the micro-batch overheads: the
+    per-row cost and the stored state's per-micro-batch handling (``per_stored`` charges
+    every stored tuple once per micro-batch, so it grows with the number of micro-batches; a
+    Storm bolt keeps its state in place between tuples)."""
+    state = cost.per_stored * (m["r_stored"] + m["s_stored"])
+    return (m["modeled_cost"] - cost.per_worker - state).clip(lower=0.0)
+
+
+def _throughput_metrics(m: pd.DataFrame, per: pd.DataFrame, cost, volume: np.ndarray,
+                        factor: float, rows: list, within: float | None = None,
+                        dataset: dict | None = None) -> dict:
+    """Throughput (input tuples per modeled second) per micro-batch, over the run, in memory
+    (the micro-batches before any unit passed C) and past it. ``within``: also the average
+    over the stream's first ``within`` million tuples (paper scale); ``dataset``: the average
+    over the first tuples of each data set size (``gb``) under each reading of a GB in
+    million tuples (``tuples_per_gb``, Fig 8): a smaller data set is the longer one's start."""
+    busiest = pipelined_costs(m, cost).groupby(m["batch"]).max().reindex(per.index)
+    tuples = m.groupby("batch")["tuples"].first().reindex(per.index).to_numpy(float)
+    secs = busiest.to_numpy(float)
+    over = m.groupby("batch")["overflow"].any().reindex(per.index).to_numpy(bool)
+    for v, n, c in zip(volume, tuples, secs, strict=True):
+        if c > 0:
+            rows.append({"metric": "throughput_t", "t": v / factor / 1e6, "value": n / c,
+                         "unit": "tuples/s (modeled, pipelined)"})
+    first_over = int(np.argmax(over)) if over.any() else len(over)
+
+    def rate(sl: slice) -> float:
+        c = secs[sl].sum()
+        return float(tuples[sl].sum() / c) if c > 0 else float("nan")
+
+    batch_time = cost.fixed_per_batch + m.groupby("batch")["modeled_cost"].max()
+    out = {
+        "throughput": (rate(slice(None)), "tuples/s (modeled, pipelined)"),
+        "throughput_in_memory": (rate(slice(0, first_over)), "tuples/s (modeled, pipelined)"),
+        "throughput_past_capacity": (rate(slice(first_over, None)),
+                                     "tuples/s (modeled, pipelined)"),
+        "throughput_microbatch": (float(tuples.sum() / batch_time.sum()),
+                                  "tuples/s (modeled, Spark micro-batches)"),
+        "overflow_volume_millions": (float(volume[first_over]) / factor / 1e6
+                                     if first_over < len(volume) else float("nan"),
+                                     "million tuples (paper scale)"),
+        "spilled": (float(m["spilled"].sum()), "tuples"),
+        "disk_probes": (float(m["disk_probes"].sum()), "probes"),
+    }
+    def first(want: float) -> float:  # the average over the stream's first `want` tuples
+        if want > volume[-1] * 1.0001:
+            raise ValueError(f"the stream holds {volume[-1]:.0f} tuples, {want:.0f} are "
+                             "needed: make it longer")
+        i = min(int(np.searchsorted(volume, want)), len(volume) - 1)
+        before = volume[i - 1] if i else 0.0
+        frac = (want - before) / tuples[i] if tuples[i] else 0.0
+        t = secs[:i].sum() + frac * secs[i]  # whole micro-batches, the last one in part
+        return float(want / t) if t > 0 else float("nan")
+
+    if within is not None:
+        out["throughput_first"] = (first(float(within) * 1e6 * factor),
+                                   "tuples/s (modeled, pipelined)")
+    for reading, per_gb in (dataset or {}).get("tuples_per_gb", {}).items():
+        prev = None
+        for gb in dataset["gb"]:
+            val = first(float(gb) * float(per_gb) * 1e6 * factor)
+            out[f"throughput_{gb}gb_{reading}"] = (val, "tuples/s (modeled, pipelined)")
+            if prev is not None:  # the average's change from the next smaller data set
+                out[f"throughput_change_{gb}gb_{reading}"] = (val / prev, "ratio")
+            prev = val
+            rows.append({"metric": f"avg_throughput_{reading}", "t": float(gb), "value": val,
+                         "unit": "tuples/s (modeled, pipelined)"})
+    return out
+
+
+def _latency_metrics(m: pd.DataFrame, cost) -> dict:
+    """Result latency, modeled: a unit works through its micro-batch's deliveries, so its
+    results come evenly over its busy time; a result's latency is where in that time it came
+    (uniform over [0, the unit's pipelined cost]), weighted by the unit's results. The
+    quantiles of that mixture, in milliseconds; the absolute scale is the micro-batch's."""
+    c = pipelined_costs(m, cost).to_numpy(float)
+    w = m["outputs"].to_numpy(float)
+    keep = w > 0
+    c, w = c[keep], w[keep]
+    names = ("min", "p25", "p50", "p75", "max", "mean")
+    if not len(c):
+        return {f"latency_ms_{k}": (float("nan"), "ms (modeled)") for k in names}
+    steps = (np.arange(20) + 0.5) / 20  # each uniform as 20 equal-weight points
+    pts = (c[:, None] * steps[None, :]).ravel()
+    wts = np.repeat(w / 20, 20)
+    order = np.argsort(pts)
+    pts, cum = pts[order], np.cumsum(wts[order]) / wts.sum()
+    q = {k: float(pts[min(len(pts) - 1, np.searchsorted(cum, f))]) * 1e3
+         for k, f in (("p25", 0.25), ("p50", 0.5), ("p75", 0.75))}
+    return {"latency_ms_min": (float(pts[0]) * 1e3, "ms (modeled)"),
+            **{f"latency_ms_{k}": (v, "ms (modeled)") for k, v in q.items()},
+            "latency_ms_max": (float(c.max()) * 1e3, "ms (modeled)"),
+            "latency_ms_mean": (float((c * w).sum() / w.sum()) / 2 * 1e3, "ms (modeled)")}
+
+
+# App. B's aggregates: the group-by columns of each query's result rows (R's columns are
+# l_-prefixed, S's r_-), and the bytes of one view-update message (the group's values and the
+# aggregates: Q5 sum by n_name, Q7 sum by supplier nation and year, Band count, min and max)
+AGG_GROUPS = {"eq5": ("l_n_name",), "eq7": ("l_n_name", "r_l_year"), "bnci": ("band_group",)}
+AGG_MESSAGE_BYTES = {"eq5": 25 + 8, "eq7": 25 + 4 + 8, "bnci": 25 + 3 * 8}
+BAND_GROUPS = 25  # Band's stand-in for the 25 nation names (choices.band_group in fig13/14)
+
+
+def _aggregation_metrics(out_df: pd.DataFrame, query: str, agg: dict, span: float,
+                         m: pd.DataFrame, per: pd.DataFrame, cost, volume_tuples: np.ndarray
+                         ) -> dict:
+    """App. B: the local views' messages to the merger (unbatched and batched, exact from the
+    result rows), their bandwidth at this scale, and the throughput with the views' work
+    charged (each unit's updates; each merger task's merges of the messages of its groups).
+    ``agg``: ``period`` (s of event time), ``mergers`` (tasks, default 1), and the verdicts'
+    sensitivity: ``periods`` and ``merger_tasks`` to report as well."""
+    from joins.online.aggregation import load_view_update, view_messages
+
+    if query == "bnci":
+        out_df = out_df.assign(band_group=out_df["l_key"] % BAND_GROUPS)
+    cols = list(AGG_GROUPS[query])
+    groups = pd.MultiIndex.from_frame(out_df[cols]).factorize()[0]
+    units = out_df["unit"].to_numpy()
+    at = out_df["produced_at"].to_numpy(float)
+    period = float(agg["period"])
+    msgs = view_messages(units, groups, at, period)
+    size = AGG_MESSAGE_BYTES[query]
+    per_view = load_view_update()
+    t1 = per["t1"].to_numpy(float)
+
+    def batch_of(t: np.ndarray) -> np.ndarray:  # the micro-batch a result time belongs to
+        return np.minimum(np.searchsorted(t1, t - 1e-9), len(t1) - 1)
+
+    # a message reaches the merger task of its group in the micro-batch of its first result
+    first = pd.DataFrame({"u": units, "g": groups, "p": np.floor(at / period),
+                          "t": at}).drop_duplicates(["u", "g", "p"])
+    joiners = (pipelined_costs(m, cost) + per_view * m["outputs"]).groupby(
+        m["batch"]).max().reindex(per.index).to_numpy(float)
+    plain = pipelined_costs(m, cost).groupby(m["batch"]).max().reindex(per.index)
+    merge = cost.per_received + per_view  # a message delivered to a merger task and merged
+    tuples = float(volume_tuples[-1]) if len(volume_tuples) else 0.0
+
+    def rate(secs: np.ndarray) -> float:
+        return float(tuples / secs.sum()) if secs.sum() > 0 else float("nan")
+
+    def merger_load(g: np.ndarray, t: np.ndarray, tasks: int) -> np.ndarray:
+        """Per micro-batch, the busiest merger task's seconds (groups hashed to tasks)."""
+        load = np.zeros((tasks, len(t1)))
+        np.add.at(load, (g % tasks, batch_of(t)), merge)
+        return load.max(axis=0)
+
+    without = rate(plain.to_numpy(float))
+    out = {
+        "view_messages_unbatched": (float(msgs["unbatched"]), "messages"),
+        "view_messages_batched": (float(msgs["batched"]), "messages"),
+        "view_batched_share": (msgs["batched"] / msgs["unbatched"] if msgs["unbatched"]
+                               else float("nan"), "batched / unbatched messages"),
+        "view_bandwidth_unbatched_kb_s": (msgs["unbatched"] * size / span / 1e3 if span
+                                          else float("nan"), "KB/s (this scale)"),
+        "view_bandwidth_batched_kb_s": (msgs["batched"] * size / span / 1e3 if span
+                                        else float("nan"), "KB/s (this scale)"),
+        "throughput_no_aggregation": (without, "tuples/s (modeled, pipelined)"),
+        "per_view_update": (per_view, "s (calibration/view-update.json)"),
+    }
+    fg, ft = first["g"].to_numpy(), first["t"].to_numpy(float)
+    for tasks in sorted({int(agg.get("mergers", 1)), *map(int, agg.get("merger_tasks", []))}):
+        tag = "" if tasks == int(agg.get("mergers", 1)) else f"_{tasks}mergers"
+        batched = rate(np.maximum(joiners, merger_load(fg, ft, tasks)))
+        out[f"throughput_aggregation_batched{tag}"] = (batched, "tuples/s (modeled, pipelined)")
+        out[f"aggregation_throughput_share{tag}"] = (batched / without,
+                                                      "with / without aggregation")
+        out[f"throughput_aggregation_unbatched{tag}"] = (
+            rate(np.maximum(joiners, merger_load(groups, at, tasks))),
+            "tuples/s (modeled, pipelined)")
+    for other in map(float, agg.get("periods", [])):
+        n = view_messages(units, groups, at, float(other))["batched"]
+        out[f"view_batched_share_{other:g}s"] = (n / msgs["unbatched"] if msgs["unbatched"]
+                                                 else float("nan"),
+                                                 "batched / unbatched messages")
+    return out
+
+
 def _window_count(folder: Path, r: pd.DataFrame, s: pd.DataFrame, window: float | None,
-                  band: float | None) -> int:
-    """DuckDB's count of the join (within the window), cached next to the inputs."""
+                  band: float | None, tag: str = "") -> int:
+    """DuckDB's count of the join (within the window), cached next to the inputs (``tag``
+    names a part of the streams, e.g. Table 4's runs over the first seconds)."""
     from joins.oracle import oracle_count, oracle_join_sql
 
     def count() -> int:
@@ -70,7 +257,8 @@ def _window_count(folder: Path, r: pd.DataFrame, s: pd.DataFrame, window: float 
         return int(con.sql(f"SELECT count(*) FROM ({sql}) WHERE abs(l_t - r_t) <= "
                            f"{float(window)}").fetchone()[0])
 
-    return int(cached_value(folder / f"oracle-bistream-w{window}-b{band}.json", "rows", count))
+    return int(cached_value(folder / f"oracle-bistream-w{window}-b{band}{tag}.json", "rows",
+                            count))
 
 
 def _window_metrics(per: pd.DataFrame, window: float, period: float, r: pd.DataFrame,
@@ -194,8 +382,13 @@ def _setup(pc: PointContext) -> Setup:
     params["rate"] = float(params["rate"]) * factor
     params.setdefault("seed", pc.seed)
     folder = Path(materialize("bistream_streams", params, progress=pc.progress))
-    r = pd.read_parquet(folder / "R.parquet", columns=["key", "t"])
-    st = pd.read_parquet(folder / "S.parquet", columns=["key", "t"])
+    extra = {"R": [], "S": []}
+    if run.get("aggregation"):  # the group-by columns of App. B's aggregates
+        for c in AGG_GROUPS[params["query"]]:
+            if c[:2] in ("l_", "r_"):
+                extra["R" if c.startswith("l_") else "S"].append(c[2:])
+    r = pd.read_parquet(folder / "R.parquet", columns=["key", "t", *extra["R"]])
+    st = pd.read_parquet(folder / "S.parquet", columns=["key", "t", *extra["S"]])
     query = QUERIES[params["query"]]
     proj = PROJECTED_BYTES[params["query"]]
     overhead = float(run["tuple_overhead_bytes"])
@@ -230,11 +423,15 @@ def _stream(spark, pc: PointContext, su: Setup, r: pd.DataFrame, st: pd.DataFram
                      archive=float(run.get("archive_share", 0.1)) * float(window),
                      delay=float(run.get("delay", 0.0)))
     batch = max(1, -(-(len(r) + len(st)) // int(run.get("micro_batches", 200))))
+    if run.get("memory_cliff"):  # past C a unit's tuples are on disk: charged, not lost
+        timed.update(memory_budget_tuples=int(su.capacity // max(su.mem_bytes)),
+                     spill="charge")
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
         return run_stream(spark, r, st, on="key", operator=su.op, joiners=su.units,
                           band=su.band, batch_size=batch, seed=int(su.params["seed"]),
                           progress=pc.progress, cost=cost_model(pc.calibration, run),
-                          tuple_bytes=su.mem_bytes, **timed, **su.op_params)
+                          tuple_bytes=su.mem_bytes, collect_output=bool(run.get("aggregation")),
+                          **timed, **su.op_params)
 
 
 def _per_batch(m: pd.DataFrame) -> pd.DataFrame:
@@ -260,9 +457,20 @@ def _max_window_point(pc: PointContext, spark, out: PointOutcome, su: Setup) -> 
     # no unit fills later than all units' memory would (each tuple stored at least once):
     # the full-history run stops there, or runs the whole stream if it must
     horizon = 1.3 * su.units * su.capacity / min(su.mem_bytes) / rate
+    wrong: list[str] = []  # runs whose results differ from DuckDB's count
+    runs: list[int] = []
+
+    def checked(res, r: pd.DataFrame, st: pd.DataFrame, window: float | None, tag: str):
+        expected = _window_count(su.folder, r, st, window, su.band, tag)
+        got = int(res.metrics["outputs"].sum())
+        runs.append(got)
+        if got != expected:
+            wrong.append(f"window {window}: {got} results, the join has {expected}")
+        return res
+
     for limit in (horizon, np.inf):
-        full = _stream(spark, pc, su, su.r[su.r["t"] <= limit], su.st[su.st["t"] <= limit],
-                       None)
+        r, st = su.r[su.r["t"] <= limit], su.st[su.st["t"] <= limit]
+        full = checked(_stream(spark, pc, su, r, st, None), r, st, None, f"-limit{limit:.6g}")
         per = _per_batch(full.metrics)
         t_c = _first_unit_crossing(full.metrics, per, per["t1"].to_numpy(float), su.capacity)
         if np.isfinite(t_c):
@@ -278,7 +486,7 @@ def _max_window_point(pc: PointContext, spark, out: PointOutcome, su: Setup) -> 
         r, st = su.r[su.r["t"] <= span], su.st[su.st["t"] <= span]
         if max(r["t"].max(), st["t"].max()) < 0.99 * span:
             raise ValueError(f"the stream is shorter than {span:.0f} s: make it longer")
-        res = _stream(spark, pc, su, r, st, window)
+        res = checked(_stream(spark, pc, su, r, st, window), r, st, window, f"-span{span:.6g}")
         tried[window] = bool(res.metrics["mlv_bytes"].max() < su.capacity)
         return tried[window]
 
@@ -301,13 +509,18 @@ def _max_window_point(pc: PointContext, spark, out: PointOutcome, su: Setup) -> 
         "window_tuples_millions": (best * rate / 1e6, "million tuples (paper scale)"),
         "fill_time_s": (t_c, "s of event time (full history)"),
         "window_runs": (float(len(tried)), "runs"),
+        "runs_checked": (float(len(runs)), "runs checked against DuckDB's count"),
     })
+    if wrong:
+        out.status, out.error = "error", "; ".join(wrong)
+        return out
     if not over:
         out.status, out.error = "error", f"no overflowing window above {best:.0f} s was found"
     return out
 
 
 def run_point(pc: PointContext) -> PointOutcome:
+    from joins.calibrated import cost_model
     from runtime.spark_session import get_spark
 
     spark = get_spark(**pc.spark_cfg)
@@ -343,6 +556,15 @@ def run_point(pc: PointContext) -> PointOutcome:
     deliveries_bytes = sum(n * chi for _, _, n, chi in msgs.values())
     out.metrics.update(_model_metrics(model, units, contrand, msgs, deliveries_bytes, r, st,
                                       mem_bytes, per, window is None))
+    cost = cost_model(pc.calibration, run)
+    out.metrics.update(_throughput_metrics(m, per, cost, volume, factor, rows,
+                                           run.get("throughput_within_millions"),
+                                           run.get("dataset")))
+    out.metrics.update(_latency_metrics(m, cost))
+    if run.get("aggregation"):
+        out.metrics.update(_aggregation_metrics(res.output, su.params["query"],
+                                                dict(run["aggregation"]), span, m, per, cost,
+                                                volume))
     outputs = float(m["outputs"].sum())
     expected = _window_count(folder, r, st, window, band)
     if run.get("elastic"):

@@ -10,6 +10,7 @@ KINDS = {
     "timeseries": "figures.kinds.timeseries:draw",
     "table": "figures.kinds.table:draw",
     "speedup": "figures.kinds.speedup:draw",
+    "box": "figures.kinds.box:draw",
 }
 
 

@@ -6,7 +6,8 @@ panel per x value of the sweep (e.g. per fluctuation factor k), ``single`` (defa
 (series, x) line in one panel; ``series`` limits the lines; ``right: {y, ylabel, logy, series,
 hline, ylim}`` adds a right-hand axis (e.g. ILF/ILF* next to |R|/|S|); ``shade: {metric, series}``
 shades intervals stored as rows with t = start and value = end (migrations); ``hline`` draws a
-bound on the left axis; rows ``warmup_end_t`` mark the end of the warm-up. Failed runs are listed in the panel title.
+bound on the left axis; ``logx`` a log x axis, ``markers`` a dot at each point; rows
+``warmup_end_t`` mark the end of the warm-up. Failed runs are listed in the panel title.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ def _lines(ax, figure: dict, data: pd.DataFrame, y: str, names: list[str], color
                 xl = line["x_label"].iloc[0]
                 label = f"{label}, {xname}={xl}" if len(names) > 1 else f"{xname}={xl}"
                 color = cmap(i / max(1, len(xs) - 1)) if len(names) == 1 else color
-            ax.plot(line["t"] * figure.get("plot", {}).get("t_scale", 100), line["value"], style, color=color, lw=1.2, label=label,
+            plot = figure.get("plot", {})
+            ax.plot(line["t"] * plot.get("t_scale", 100), line["value"], style, color=color,
+                    lw=1.2, label=label, marker="o" if plot.get("markers") else None, ms=4,
                     drawstyle="steps-post" if y.startswith("ilf_ratio") else "default")
 
 
@@ -65,6 +68,8 @@ def _panel(ax, figure, data, plot, colors, many_x):
     ax.set_ylabel(plot.get("ylabel", plot["y"]))
     if plot.get("logy"):
         ax.set_yscale("log")
+    if plot.get("logx"):
+        ax.set_xscale("log")
     ax.grid(alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
     right = plot.get("right")

@@ -232,7 +232,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
             summary["reliable_checkpoints"] = len(res.checkpoints)
         out_df = None
         if collect_output:
-            out_df = _pandas_output(rels, prefixes, res.pairs, res.phases, res.produced_at)
+            out_df = _pandas_output(rels, prefixes, res.pairs, res.phases, res.produced_at,
+                                    res.produced_by)
         if output is not None:
             _write_output(spark, rels, prefixes, pairs_dir, Path(output))
             shutil.rmtree(pairs_dir, ignore_errors=True)
@@ -364,7 +365,7 @@ def _summary(m, res, stream, policy, cost, joiners, budget) -> dict:
 
 
 def _pandas_output(rels, prefixes, tids: tuple[np.ndarray, ...], phases,
-                   produced_at) -> pd.DataFrame:
+                   produced_at, produced_by=None) -> pd.DataFrame:
     from joins.online.source import TID, nullable_integers
 
     parts = []
@@ -381,6 +382,9 @@ def _pandas_output(rels, prefixes, tids: tuple[np.ndarray, ...], phases,
     out["phase"] = np.asarray(phases, dtype=object) if len(out) else pd.Series([], dtype=object)
     out["produced_at"] = np.asarray(produced_at, dtype=float) if len(out) else \
         pd.Series([], dtype=float)
+    if produced_by is not None:  # the unit that produced each row (a worker id)
+        out["unit"] = np.asarray(produced_by, dtype=np.int64) if len(out) else \
+            pd.Series([], dtype=np.int64)
     return out
 
 

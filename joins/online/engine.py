@@ -145,6 +145,7 @@ class EngineResult:
     epoch_starts: list = field(default_factory=list)
     phases: list = field(default_factory=list)  # phase of each pairs array (want_pairs)
     produced_at: np.ndarray | None = None  # the virtual time each result row was produced at
+    produced_by: np.ndarray | None = None  # the unit (worker) that produced each result row
     checkpoints: list = field(default_factory=list)  # (step, folder) of reliable checkpoints
 
 
@@ -646,4 +647,6 @@ class Engine:
                 else np.zeros(0, str)
             res.produced_at = np.concatenate([p[n_in] for p in pairs]).astype(float) \
                 if pairs else np.zeros(0)
+            res.produced_by = np.concatenate([p[n_in + 1] for p in pairs]).astype(np.int64) \
+                if pairs else np.zeros(0, np.int64)
         return res

@@ -264,7 +264,8 @@ def step(pid: int, records, report) -> PartitionState:
                 rows.append(row)
                 if want:
                     for ph, arrays in o.pairs_by_phase(n_in, phase, op.t1).items():
-                        pairs.setdefault(ph, []).append(arrays)
+                        unit = np.full(len(arrays[0]), w, dtype=np.int64)  # who produced it
+                        pairs.setdefault(ph, []).append((*arrays, unit))
             counts.clear()
             outs.clear()
             continue
@@ -314,7 +315,7 @@ def step(pid: int, records, report) -> PartitionState:
     payload = {"rows": rows, "outboxes": outboxes, "outgoing": len(state.outgoing)}
     if want:
         tids = {ph: [np.concatenate([p[k] for p in lst]) if lst else np.zeros(0, np.int64)
-                     for k in range(n_in + 1)] for ph, lst in pairs.items()}  # + produced_at
+                     for k in range(n_in + 2)] for ph, lst in pairs.items()}  # + at, unit
         if cfg.pairs_dir is not None:
             import pyarrow as pa
             import pyarrow.parquet as pq

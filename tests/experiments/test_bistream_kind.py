@@ -67,3 +67,37 @@ def test_crossing_interpolates_inside_the_micro_batch():
     assert np.isnan(crossing(vol, np.array([1.0, 2.0, 3.0]), 4.0))
     assert crossing(vol, np.array([5.0, 6.0, 7.0]), 4.0) == 100.0
     assert settings_label("jb", 16, 4) == "JB16-CR4" and settings_label("jm", 36, None) == "JM36"
+
+
+@pytest.mark.slow
+def test_a_tiny_point_past_capacity_is_charged_and_still_exact(tmp_path):
+    """Fig 7: JM16 passes C within the stream: its units' tuples beyond the budget are
+    charged as spilled, its probes there as disk probes, its throughput falls; the results
+    are DuckDB's."""
+    res = _run(tmp_path, "bistream/fig7", "point.series=jm16")
+    v = res[res["t"].isna()].set_index("metric")["value"]
+    assert (res["status"] == "ok").all() and v["results"] == v["oracle_rows"] > 0
+    assert v["spilled"] > 0 and v["disk_probes"] > 0
+    assert v["throughput_past_capacity"] < v["throughput_in_memory"] / 2
+    assert v["overflow_volume_millions"] == pytest.approx(v["max_volume_millions"], rel=0.1)
+    series = res[res["metric"] == "throughput_t"]
+    assert len(series) > 100 and (series["value"] > 0).all()
+
+
+@pytest.mark.slow
+def test_tiny_aggregation_and_latency_points(tmp_path):
+    """Fig 14: one view message per result unbatched, fewer batched; Fig 9's latency
+    quantiles are ordered and drawn as box plots."""
+    res = _run(tmp_path, "bistream/fig14", "point.x=eq5")
+    v = res[res["t"].isna()].set_index("metric")["value"]
+    assert (res["status"] == "ok").all() and v["results"] == v["oracle_rows"] > 0
+    assert v["view_messages_unbatched"] == v["results"]
+    assert 0 < v["view_messages_batched"] < v["view_messages_unbatched"]
+    assert 0.9 < v["aggregation_throughput_share"] <= 1.0
+    lat = _run(tmp_path, "bistream/fig9", "point.x=eq7", "point.series=jb16,jm16")
+    q = lat[lat["t"].isna()].pivot_table(index="series", columns="metric", values="value")
+    names = ["latency_ms_min", "latency_ms_p25", "latency_ms_p50", "latency_ms_p75",
+             "latency_ms_max"]
+    assert (q[names].diff(axis=1).iloc[:, 1:] >= 0).all().all()
+    png = plot_figure("bistream/fig9", "tiny", str(tmp_path))
+    assert png is not None and png.exists()

@@ -220,3 +220,51 @@ def test_spark_runs_contrand_windows_and_2ps_exactly(spark):
                      tuple_bytes=(10.0, 10.0), collect_output=True, progress=False)
     assert_same_rows(res.output, _window_oracle(r, s, 60.0))
     assert res.decisions["delta"].notna().any()
+
+
+@pytest.mark.parametrize("operator,contrand", [("join_biclique", None), ("join_biclique", 4),
+                                               ("join_matrix", None)])
+def test_each_result_row_names_the_unit_that_produced_it(operator, contrand):
+    """The ``unit`` column agrees with each unit's own count of its results, and a
+    join-biclique result comes from the unit storing its earlier tuple (the later one probes
+    it): an R unit when R's tuple came first."""
+    r, s = _inputs(np.random.default_rng(5), 500, 400, 60, hot=0.2)
+    r["t"], s["t"] = np.arange(len(r)) * 2.0, np.arange(len(s)) * 2.0 + 1.0
+    kw = {"contrand": contrand} if contrand else {}
+    res = _run(r, s, operator=operator, joiners=16, time="t", **kw)
+    out, m = res.output, res.metrics
+    by_unit = out.groupby("unit").size()
+    counted = m.groupby("worker")["outputs"].sum()
+    assert by_unit.to_dict() == counted[counted > 0].to_dict()
+    if operator == "join_biclique":
+        r_units = set(m.loc[m["stored_R"] > 0, "worker"])
+        s_units = set(m.loc[m["stored_S"] > 0, "worker"])
+        assert not r_units & s_units
+        r_first = out["l_t"] < out["r_t"]
+        assert out.loc[r_first, "unit"].isin(r_units).all()
+        assert out.loc[~r_first, "unit"].isin(s_units).all()
+
+
+def test_view_messages_count_per_result_and_per_unit_group_and_period():
+    from joins.online.aggregation import view_messages
+
+    units = np.array([0, 0, 0, 1, 1, 0])
+    groups = np.array(["a", "a", "b", "a", "a", "a"])
+    at = np.array([0.1, 0.9, 0.5, 0.2, 1.5, 1.2])
+    assert view_messages(units, groups, at, 1.0) == {"unbatched": 6, "batched": 5}
+    assert view_messages(units, groups, at, 10.0) == {"unbatched": 6, "batched": 3}
+    assert view_messages(units[:0], groups[:0], at[:0], 1.0) == {"unbatched": 0, "batched": 0}
+    with pytest.raises(ValueError, match="period"):
+        view_messages(units, groups, at, 0.0)
+    with pytest.raises(ValueError, match="time="):
+        view_messages(units, groups, np.full(6, np.nan), 1.0)
+
+
+def test_the_view_update_cost_is_measured():
+    import json
+
+    from joins.online.aggregation import VIEW_CALIBRATION, load_view_update
+
+    meta = json.loads(VIEW_CALIBRATION.read_text())
+    assert 0 < load_view_update() < 1e-6 and meta["r2"] > 0.9
+    assert meta["sizes"][0] == 0 and len(meta["sizes"]) >= 3  # the count varied alone
