@@ -92,7 +92,9 @@ PARAM_DOCS: dict[str, str] = {
     "contrand": "ContRand subgroups per side (JBx-CRy: y); none or 1 is random routing",
     "key_range": "the key domain ContRand's range subgroups split (band joins; default: the inputs' keys)",
     "tuple_bytes": "bytes of one stored tuple per input (BiStream's chi_R, chi_S; the run's own)",
-    "elastic": "2ps: BiStream's two-phase scaling of a windowed join-biclique (needs capacity=)",
+    "elastic": "2ps: BiStream's two-phase scaling of a join-biclique (needs capacity=; a "
+               "full history migrates state, a window drains)",
+    "full_history": "2PS: set by the engine when the join has no window (state then migrates)",
     "capacity": "2PS: a unit's memory capacity C in bytes (MLV = stored tuples x tuple_bytes)",
     "t_high": "2PS: load tau above which a side scales out (the paper's T_h = 0.8)",
     "t_low": "2PS: load tau below which a side scales in (T_l = 0.3)",

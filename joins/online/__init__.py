@@ -157,9 +157,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         extra = {"graph": graph} if "graph" in signature_params(factory) else {}
         if "tuple_bytes" in signature_params(factory) and tuple_bytes is not None:
             extra["tuple_bytes"] = tuple_bytes  # what a stored tuple weighs (2PS's MLV)
-        if operator_params.get("elastic") and window is None:
-            raise ValueError("elastic=2ps scales a windowed join (window=): a full-history "
-                             "join would need its state migrated, which is not built")
+        if "full_history" in signature_params(factory):
+            extra["full_history"] = window is None  # 2PS migrates state without a window
         if band is not None and operator_params.get("contrand") and \
                 operator_params.get("key_range") is None:
             # ContRand's range subgroups split the key domain (known in advance for a finite

@@ -1,4 +1,4 @@
-"""BiStream's two-phase scaling (2PS, Lin et al., SIGMOD 2015, §5) of a windowed join-biclique.
+"""BiStream's two-phase scaling (2PS, Lin et al., SIGMOD 2015, §5) of a join-biclique.
 
 Requesting phase: every ``check_every`` (event time) the manager reads each side's units' MLV
 (stored tuples x their bytes) and computes tau = sum MLV / (k C) over the side's k units:
@@ -14,11 +14,17 @@ Scaling phase, windowed join (the paper's Fig 12): no migration. New units take 
 new tuples at once (random routing spreads the stores over every unit of the side, the
 paper's "controls the storage distribution of the new incoming tuples" read as uniform
 placement); units that leave stop storing, keep being probed until their window has expired,
-and are released once empty (:meth:`BicliqueLayout.drain`). A full-history join would need its
-state migrated to rebalance; that is not built (refused).
+and are released once empty (:meth:`BicliqueLayout.drain`).
 
-Each side of random routing is one subgroup; with ContRand each subgroup would be scaled on its
-own (not built: ContRand layouts do not resize).
+Scaling phase, full-history join: the state migrates to rebalance (the paper's §5.2). Every
+unit of the resized side keeps the tuples the new layout places on it and hands the others
+over (:meth:`BicliqueLayout.resize` with ``rebalance``; the engine's handoff keeps a moving
+tuple probed at its sender until its receiver holds it), so the side is even again; units that
+leave hand over everything.
+
+Each side of random routing is one subgroup; with ContRand every subgroup is checked and
+scaled on its own (tau, the confirmations and Delta per subgroup, k its units; the paper's
+"per subgroup"), its keys staying in it (:meth:`ContRandLayout.regroup`).
 """
 
 from __future__ import annotations
@@ -28,17 +34,17 @@ import math
 import numpy as np
 
 from joins.online.controller import Decision, Static
-from joins.online.layouts import BicliqueLayout
+from joins.online.layouts import BicliqueLayout, ContRandLayout
 
 
 class TwoPhaseScaling(Static):
     def __init__(self, layout: BicliqueLayout, *, capacity: float,
                  tuple_bytes: tuple[float, float], t_high: float = 0.8, t_low: float = 0.3,
                  psi: float = 0.6, check_every: float = 60.0, confirmations: int = 3,
-                 warmup: float = 0.0) -> None:
+                 warmup: float = 0.0, migrate: bool = False) -> None:
         super().__init__(layout)
-        if type(layout) is not BicliqueLayout:
-            raise ValueError("2PS scales a join-biclique with random routing")
+        if not isinstance(layout, BicliqueLayout):
+            raise ValueError("2PS scales a join-biclique")
         if not 0 < t_low < psi < t_high:
             raise ValueError(f"2PS needs 0 < t_low < psi < t_high, got {t_low}, {psi}, "
                              f"{t_high}")
@@ -48,13 +54,19 @@ class TwoPhaseScaling(Static):
         self.t_high, self.t_low, self.psi = t_high, t_low, psi
         self.check_every, self.confirmations = check_every, confirmations
         self.warmup = warmup  # event time before the first check (a window still filling)
+        self.migrate = migrate  # full history: rebalance by moving state, not by draining
         self.next_check: float | None = None
-        self.last = {True: 0, False: 0}  # the last decision per side (+1, -1, 0)
-        self.streak = {True: 0, False: 0}
+        self.last: dict[tuple[bool, int], int] = {}  # the last decision per subgroup
+        self.streak: dict[tuple[bool, int], int] = {}
 
-    def tau(self, metrics, is_r: bool) -> float:
-        """The side's load: its active units' MLV over their capacity."""
-        units = self.layout.side(is_r)
+    def subgroups(self, is_r: bool) -> list[np.ndarray]:
+        """The storing units of each subgroup of a side (random routing: the side, one)."""
+        if isinstance(self.layout, ContRandLayout):
+            return self.layout.groups(is_r)
+        return [self.layout.side(is_r)]
+
+    def tau(self, metrics, units: np.ndarray) -> float:
+        """A subgroup's load: its units' MLV over their capacity."""
         rows = metrics[metrics["worker"].isin(units)].groupby("worker").last()
         mlv = sum(rows.get(f"stored@{k}", 0) * b for k, b in enumerate(self.tuple_bytes))
         return float(np.sum(mlv)) / (len(units) * self.capacity)
@@ -69,24 +81,37 @@ class TwoPhaseScaling(Static):
             return None
         while self.next_check <= now:  # the next check time after this one
             self.next_check += self.check_every
-        sizes = {True: self.layout.a, False: self.layout.b}
+        sizes: dict[bool, list[int]] = {}
         info: dict = {}
         for side in (True, False):
-            tau = self.tau(metrics, side)
-            want = 1 if tau > self.t_high else -1 if tau < self.t_low else 0
-            self.streak[side] = self.streak[side] + 1 if want and want == self.last[side] \
-                else (1 if want else 0)
-            self.last[side] = want
-            if want and self.streak[side] >= self.confirmations:
-                k = sizes[side]
-                delta = (tau / self.psi - 1) * k
-                step = math.ceil(delta)  # up for a scale-out, |Delta| down for a scale-in
-                sizes[side] = max(1, k + step)
-                self.streak[side], self.last[side] = 0, 0
-                info[f"tau_{'r' if side else 's'}"] = round(tau, 4)
-        if sizes[True] == self.layout.a and sizes[False] == self.layout.b:
+            sizes[side] = []
+            for g, units in enumerate(self.subgroups(side)):
+                key = (side, g)
+                tau = self.tau(metrics, units)
+                want = 1 if tau > self.t_high else -1 if tau < self.t_low else 0
+                last = self.last.get(key, 0)
+                self.streak[key] = self.streak.get(key, 0) + 1 if want and want == last \
+                    else (1 if want else 0)
+                self.last[key] = want
+                k = len(units)
+                if want and self.streak[key] >= self.confirmations:
+                    step = math.ceil((tau / self.psi - 1) * k)  # Eq. 7, up; |Delta| down
+                    k = max(1, k + step)
+                    self.streak[key], self.last[key] = 0, 0
+                    info[f"tau_{'r' if side else 's'}{g}"] = round(tau, 4)
+                sizes[side].append(k)
+        before = {side: [len(u) for u in self.subgroups(side)] for side in (True, False)}
+        if sizes == before:
             return None
-        info.update(scaled=True, units_r=sizes[True], units_s=sizes[False],
-                    delta=sizes[True] + sizes[False] - self.layout.a - self.layout.b)
-        self.layout = self.layout.drain(sizes[True], sizes[False])
+        info.update(scaled=True, units_r=sum(sizes[True]), units_s=sum(sizes[False]),
+                    delta=sum(sizes[True]) + sum(sizes[False]) - sum(before[True])
+                    - sum(before[False]))
+        if isinstance(self.layout, ContRandLayout):
+            self.layout = self.layout.regroup(sizes[True], sizes[False],
+                                              drain=not self.migrate, rebalance=self.migrate)
+        elif self.migrate:
+            self.layout = self.layout.resize(sum(sizes[True]), sum(sizes[False]),
+                                             rebalance=True)
+        else:
+            self.layout = self.layout.drain(sum(sizes[True]), sum(sizes[False]))
         return Decision(seq_next, info, self.layout)

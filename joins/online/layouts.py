@@ -387,6 +387,7 @@ class BicliqueLayout(Layout):
         self._workers = np.sort(np.concatenate([self.r_ids, self.s_ids, self.draining]))
         self._draining_side: dict[bool, np.ndarray] = {True: np.zeros(0, np.int64),
                                                        False: np.zeros(0, np.int64)}
+        self.rebalance = False  # moving to this layout moves every unit's state (resize)
 
     @property
     def workers(self) -> np.ndarray:
@@ -467,24 +468,33 @@ class BicliqueLayout(Layout):
 
     def moves(self, new: Layout, is_r: bool, key, u, me: int):
         """(keep mask, [(dest, mask)]) of the tuples unit ``me`` holds: a unit that stays keeps
-        everything; a retiring unit sends each tuple to its placement under ``new``."""
+        everything; a retiring unit sends each tuple to its placement under ``new``. Under a
+        rebalancing ``new`` (:meth:`resize`), every unit keeps only what ``new`` places on it
+        and sends the rest there: a full-history side is even again after a scale-out."""
         if not isinstance(new, BicliqueLayout):
             raise ValueError("a join-biclique moves only to a join-biclique")
+        if new.rebalance:
+            dest = new.place(is_r, u)
+            keep = dest == me
+            return keep, [(int(d), dest == d) for d in np.unique(dest[~keep])]
         if np.any(new.probed(is_r) == me):  # stays, or drains where it is
             return np.ones(len(u), bool), []
         dest = new.place(is_r, u)
         return np.zeros(len(u), bool), [(int(d), dest == d) for d in np.unique(dest)]
 
-    def resize(self, a: int, b: int) -> BicliqueLayout:
+    def resize(self, a: int, b: int, rebalance: bool = False) -> BicliqueLayout:
         """``a`` R units and ``b`` S units: units that stay keep their ids, new units get fresh
-        ids, the last units of a shrinking side retire."""
+        ids, the last units of a shrinking side retire. ``rebalance``: the state moves too,
+        each stored tuple to its placement under the new layout (2PS on a full history)."""
         nxt = int(max(self._workers.max(), self.draining.max(initial=-1))) + 1
         r = self.r_ids[:a] if a <= self.a else np.concatenate(
             [self.r_ids, nxt + np.arange(a - self.a)])
         nxt += max(0, a - self.a)
         s = self.s_ids[:b] if b <= self.b else np.concatenate(
             [self.s_ids, nxt + np.arange(b - self.b)])
-        return BicliqueLayout(r, s)
+        out = BicliqueLayout(r, s)
+        out.rebalance = rebalance
+        return out
 
     def rescale(self, units: tuple[int, ...]) -> BicliqueLayout:
         if len(units) != 2:
@@ -510,21 +520,37 @@ class ContRandLayout(BicliqueLayout):
     kind = "biclique"
 
     def __init__(self, r_groups: list, s_groups: list, band: float | None = None,
-                 key_range: tuple[float, float] | None = None) -> None:
+                 key_range: tuple[float, float] | None = None,
+                 r_draining: list | None = None, s_draining: list | None = None) -> None:
         self.r_groups = [np.asarray(g, np.int64) for g in r_groups]
         self.s_groups = [np.asarray(g, np.int64) for g in s_groups]
         if not self.r_groups or not self.s_groups or \
                 any(len(g) == 0 for g in self.r_groups + self.s_groups):
             raise ValueError("ContRand needs at least one unit in every subgroup")
-        super().__init__(np.concatenate(self.r_groups), np.concatenate(self.s_groups))
+        # per subgroup, units that left it and still hold state: probed, never stored to
+        self.r_draining = [np.asarray(g, np.int64) for g in (r_draining or
+                                                             [[]] * len(self.r_groups))]
+        self.s_draining = [np.asarray(g, np.int64) for g in (s_draining or
+                                                             [[]] * len(self.s_groups))]
+        gone = [np.concatenate(d) for d in (self.r_draining, self.s_draining)]
+        super().__init__(np.concatenate(self.r_groups), np.concatenate(self.s_groups),
+                         np.concatenate(gone))
+        self._draining_side = {True: gone[0], False: gone[1]}
         self.band = band
         if band is not None and key_range is None:
             raise ValueError("ContRand on a band join needs the key range its subgroups split")
         self.key_range = None if key_range is None else (float(key_range[0]),
                                                          float(key_range[1]))
-        # flat unit ids per side, ordered by subgroup, and each subgroup's first position
-        self._start = {side: np.concatenate([[0], np.cumsum([len(g) for g in groups])])
-                       for side, groups in ((True, self.r_groups), (False, self.s_groups))}
+        # flat unit ids per side, subgroup by subgroup (its storing units, then its draining
+        # ones), each subgroup's first position, and how many of its units store
+        self._flat, self._start, self._stores = {}, {}, {}
+        for side, groups, drains in ((True, self.r_groups, self.r_draining),
+                                     (False, self.s_groups, self.s_draining)):
+            self._flat[side] = np.concatenate([np.concatenate([g, d])
+                                               for g, d in zip(groups, drains, strict=True)])
+            self._start[side] = np.concatenate(
+                [[0], np.cumsum([len(g) + len(d) for g, d in zip(groups, drains, strict=True)])])
+            self._stores[side] = np.array([len(g) for g in groups], np.int64)
 
     @classmethod
     def even(cls, r_units: int, s_units: int, d: int, e: int, band: float | None = None,
@@ -552,11 +578,10 @@ class ContRandLayout(BicliqueLayout):
     def place_keyed(self, is_r: bool, key: np.ndarray, u: np.ndarray) -> np.ndarray:
         """The unit storing each tuple: a random unit of its key's subgroup on its side."""
         g = self.subgroup(key, is_r)
-        start = self._start[is_r]
-        size = (start[1:] - start[:-1])[g]
+        size = self._stores[is_r][g]
         pick = ((np.asarray(u).astype(np.uint64) * size.astype(np.uint64))
                 >> np.uint64(32)).astype(np.int64)
-        return self.side(is_r)[start[g] + pick]
+        return self._flat[is_r][self._start[is_r][g] + pick]
 
     def _probe_ranges(self, is_r: bool, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per tuple of side ``is_r``, the slice [lo, hi) of the other side's flat unit ids it
@@ -580,7 +605,7 @@ class ContRandLayout(BicliqueLayout):
             lo, hi = self._probe_ranges(mine, key[idx])
             which, pos = expand(lo, hi)
             t.append(idx[which])
-            w.append(self.side(not mine)[pos])
+            w.append(self._flat[not mine][pos])
         role = np.concatenate([np.full(len(idx_r) + len(idx_s), STORE, np.int8),
                                np.full(sum(len(x) for x in t[2:]), PROBE, np.int8)])
         return np.concatenate(t), np.concatenate(w), role
@@ -592,13 +617,74 @@ class ContRandLayout(BicliqueLayout):
         return self.place_keyed(is_r, key, u)
 
     def route_moving(self, old, is_r, key, u):
-        raise ValueError("a ContRand join-biclique does not resize yet")
+        """Stored by this layout; probing every unit of the matching opposite subgroup(s) in
+        either layout, once (a unit that hands its tuples over holds them until sent)."""
+        if not isinstance(old, ContRandLayout):
+            raise ValueError("a ContRand join-biclique moves only from a ContRand one")
+        t, w, role = self.route(is_r, key, u)
+        ot, ow, orole = old.route(is_r, key, u)
+        probe = orole == PROBE
+        t, w = np.concatenate([t, ot[probe]]), np.concatenate([w, ow[probe]])
+        role = np.concatenate([role, orole[probe]])
+        width = int(max(w.max(initial=0), 0)) + 1
+        _, first = np.unique((t.astype(np.int64) * width + w) * 2 + (role == STORE),
+                             return_index=True)
+        first = np.sort(first)
+        return t[first], w[first], role[first]
 
     def moves(self, new, is_r, key, u, me):
-        raise ValueError("a ContRand join-biclique does not resize yet")
+        """A unit of a subgroup that stays or drains keeps everything; one that leaves hands
+        each tuple to its placement under ``new``; under a rebalancing ``new`` every unit
+        keeps only what ``new`` places on it (a full history's subgroups even again)."""
+        if not isinstance(new, ContRandLayout):
+            raise ValueError("a ContRand join-biclique moves only to a ContRand one")
+        dest = new.place_keyed(is_r, key, u)
+        if new.rebalance:
+            keep = dest == me
+            return keep, [(int(d), dest == d) for d in np.unique(dest[~keep])]
+        if np.any(new._flat[is_r] == me):
+            return np.ones(len(u), bool), []
+        return np.zeros(len(u), bool), [(int(d), dest == d) for d in np.unique(dest)]
 
-    def resize(self, a: int, b: int) -> BicliqueLayout:  # drain and rescale come here too
-        raise ValueError("a ContRand join-biclique does not resize yet")
+    def regroup(self, r_sizes: list[int], s_sizes: list[int], *, drain: bool = False,
+                rebalance: bool = False) -> ContRandLayout:
+        """Each subgroup with its new number of storing units (2PS per subgroup): units that
+        stay keep their ids, new ones get fresh ids, a shrinking subgroup's last units leave:
+        ``drain`` keeps them probed until their state has expired (a window), otherwise they
+        hand their state over; ``rebalance`` moves every unit's state to its new placement."""
+        nxt = int(self._workers.max()) + 1
+        out = {}
+        for side, groups, drains, sizes in ((True, self.r_groups, self.r_draining, r_sizes),
+                                            (False, self.s_groups, self.s_draining, s_sizes)):
+            if len(sizes) != len(groups) or min(sizes) < 1:
+                raise ValueError("regroup takes one size >= 1 per subgroup")
+            keep, gone = [], []
+            for g, d, k in zip(groups, drains, sizes, strict=True):
+                if k >= len(g):
+                    keep.append(np.concatenate([g, nxt + np.arange(k - len(g))]))
+                    nxt += k - len(g)
+                    gone.append(d)
+                else:
+                    keep.append(g[:k])
+                    gone.append(np.concatenate([d, g[k:]]) if drain else d)
+            out[side] = (keep, gone)
+        new = ContRandLayout(out[True][0], out[False][0], self.band, self.key_range,
+                             out[True][1], out[False][1])
+        new.rebalance = rebalance
+        return new
+
+    def retire(self, stored):
+        empty = [int(w) for w in self.draining if stored.get(int(w), 0) == 0]
+        return self.without(empty) if empty else None
+
+    def without(self, units) -> ContRandLayout:
+        """This layout with drained (now empty) units gone."""
+        return ContRandLayout(self.r_groups, self.s_groups, self.band, self.key_range,
+                              [np.setdiff1d(d, units) for d in self.r_draining],
+                              [np.setdiff1d(d, units) for d in self.s_draining])
+
+    def resize(self, a: int, b: int, rebalance: bool = False) -> BicliqueLayout:  # drain, rescale too
+        raise ValueError("a ContRand join-biclique resizes by subgroup (regroup), not by side")
 
     def describe(self) -> dict:
         return {**super().describe(), "subgroups_r": len(self.r_groups),

@@ -95,14 +95,14 @@ def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
                   capacity: float | None = None, tuple_bytes: tuple | None = None,
                   t_high: float = 0.8, t_low: float = 0.3, psi: float = 0.6,
                   check_every: float = 60.0, confirmations: int = 3, warmup: float = 0.0,
-                  **extra):
+                  full_history: bool = False, **extra):
     """BiStream's join-biclique: ``r_units`` units store R (default J/2, the larger half for
     an odd J going to S), the rest store S; every tuple is stored once. Random routing
     ("JBx") probes the whole other side; ``contrand=y`` ("JBx-CRy") splits each side into y
     subgroups and probes one (:class:`ContRandLayout`; a band join's subgroups split
-    ``key_range``, which the stream gives). ``elastic="2ps"``: two-phase scaling of a windowed
-    join against a unit ``capacity`` in bytes (the run's ``tuple_bytes`` per stored tuple;
-    :mod:`joins.online.elastic`)."""
+    ``key_range``, which the stream gives). ``elastic="2ps"``: two-phase scaling against a unit
+    ``capacity`` in bytes (the run's ``tuple_bytes`` per stored tuple;
+    :mod:`joins.online.elastic`): a windowed join drains, a ``full_history`` one migrates."""
     _unused("join_biclique", extra)
     if joiners < 2:
         raise ValueError("a join-biclique needs at least 2 joiners")
@@ -112,16 +112,17 @@ def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
     if elastic is not None:
         if elastic != "2ps":
             raise ValueError(f"elastic must be 2ps, got {elastic!r}")
-        if contrand not in (None, 1):
-            raise ValueError("2PS scales random routing (a ContRand biclique does not resize)")
         if capacity is None or tuple_bytes is None:
             raise ValueError("elastic=2ps needs capacity= (bytes per unit) and tuple_bytes=")
         from joins.online.elastic import TwoPhaseScaling
 
-        return TwoPhaseScaling(BicliqueLayout(a, joiners - a), capacity=capacity,
+        layout = BicliqueLayout(a, joiners - a) if contrand is None or int(contrand) == 1 \
+            else ContRandLayout.even(a, joiners - a, int(contrand), int(contrand), band,
+                                     key_range)
+        return TwoPhaseScaling(layout, capacity=capacity,
                                tuple_bytes=tuple_bytes, t_high=t_high, t_low=t_low, psi=psi,
                                check_every=check_every, confirmations=confirmations,
-                               warmup=warmup)
+                               warmup=warmup, migrate=full_history)
     if contrand is None or int(contrand) == 1:
         return Static(BicliqueLayout(a, joiners - a))
     return Static(ContRandLayout.even(a, joiners - a, int(contrand), int(contrand), band,

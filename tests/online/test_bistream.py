@@ -91,7 +91,7 @@ def test_bad_contrand_settings_are_refused():
         _run(r, s, joiners=8, contrand=3)
     with pytest.raises(ValueError, match="square number"):
         _run(r, s, operator="join_matrix", joiners=8)
-    with pytest.raises(ValueError, match="does not resize"):
+    with pytest.raises(ValueError, match="resizes by subgroup"):
         _run(r, s, joiners=8, contrand=2, rescale=[(5, (2, 2))])
 
 
@@ -193,12 +193,71 @@ def test_two_phase_scaling_scales_out_and_in_and_stays_exact():
     assert (m["mlv_bytes"] <= 2000 * 50.0 * 2.5).all()
 
 
-def test_two_phase_scaling_needs_a_window_and_a_capacity():
+@pytest.mark.parametrize("seed", [0, 1])
+def test_two_phase_scaling_of_a_full_history_migrates_and_stays_exact(seed):
+    """Without a window 2PS rebalances by migration: the idle start scales in (the retiring
+    units hand their state over), the growing state scales out twice (every unit hands the
+    new units their share); the result is DuckDB's join and each side ends even."""
+    rng = np.random.default_rng(seed)
+
+    def side(col, n=6000):
+        return pd.DataFrame({"key": rng.integers(0, 300, n).astype(float),
+                             "t": np.sort(rng.uniform(0, 1200, n)), col: np.arange(n) % 3})
+
+    r, s = side("a"), side("b")
+    res = run_stream(None, r, s, operator="join_biclique", joiners=4, time="t", tick=20.0,
+                     elastic="2ps", capacity=2500 * 50.0, tuple_bytes=(50.0, 50.0),
+                     collect_output=True, progress=False, backend="local")
+    assert_same_rows(res.output, oracle_join(r, s))
+    assert len(res.output) == len(oracle_join(r, s))
+    delta = list(res.decisions["delta"].dropna())
+    assert delta[0] == -2 and all(d > 0 for d in delta[1:]) and sum(delta) == 4  # 4 -> 8
+    m = res.metrics
+    assert m["migrated"].sum() > 0
+    last = m[m["batch"] == m["batch"].max()]
+    for col in ("stored_R", "stored_S"):
+        held = last.loc[last[col] > 0, col]
+        assert len(held) == 4 and held.max() / held.min() < 1.1  # even after the moves
+
+
+@pytest.mark.parametrize("band,window", [(None, 100.0), (1.0, 100.0), (None, None),
+                                         (1.0, None)])
+def test_two_phase_scaling_per_contrand_subgroup_stays_exact(band, window):
+    """2PS on JB8-CR2: each subgroup is checked and scaled on its own; with a window its
+    leaving units drain and are released, on a full history its state migrates; equi and band
+    (a probe reaches a neighbouring range's units in both layouts while state moves)."""
+    rng = np.random.default_rng(0)
+
+    def side(col):
+        t = np.concatenate([np.sort(rng.uniform(0, 600, 1000)),
+                            np.sort(rng.uniform(600, 1200, 4000)),
+                            np.sort(rng.uniform(1200, 2100, 750))])
+        return pd.DataFrame({"key": rng.integers(0, 300, len(t)).astype(float), "t": t,
+                             col: np.arange(len(t)) % 3})
+
+    r, s = side("a"), side("b")
+    kw = {"window": window, "archive": 10.0} if window else {}
+    res = run_stream(None, r, s, operator="join_biclique", joiners=8, contrand=2, band=band,
+                     time="t", tick=20.0, elastic="2ps",
+                     capacity=(200 if window else 750) * 50.0, tuple_bytes=(50.0, 50.0),
+                     collect_output=True, progress=False, backend="local", **kw)
+    want = _window_oracle(r, s, window, band) if window else \
+        (oracle_join(r, s, band=band) if band is not None else oracle_join(r, s))
+    assert_same_rows(res.output, want)
+    assert len(res.output) == len(want)
+    delta = list(res.decisions["delta"].dropna())
+    assert delta[0] < 0 and max(delta) > 0  # the idle start, then the surge
+    tau_cols = [c for c in res.decisions.columns if c.startswith(("tau_r", "tau_s"))]
+    assert {c[-1] for c in tau_cols} == {"0", "1"}  # both subgroups decided on their own
+    if window:
+        assert res.decisions["retired"].notna().any() and res.metrics["migrated"].sum() == 0
+    else:
+        assert res.metrics["migrated"].sum() > 0
+
+
+def test_two_phase_scaling_needs_a_capacity():
     r, s = _timed(np.random.default_rng(0), 50, 5, "a"), _timed(np.random.default_rng(1), 50,
                                                                  5, "b")
-    with pytest.raises(ValueError, match="windowed join"):
-        run_stream(None, r, s, operator="join_biclique", joiners=4, time="t", elastic="2ps",
-                   capacity=1e6, tuple_bytes=(1.0, 1.0), progress=False, backend="local")
     with pytest.raises(ValueError, match="capacity"):
         run_stream(None, r, s, operator="join_biclique", joiners=4, time="t", window=5.0,
                    elastic="2ps", progress=False, backend="local")
@@ -220,6 +279,13 @@ def test_spark_runs_contrand_windows_and_2ps_exactly(spark):
                      tuple_bytes=(10.0, 10.0), collect_output=True, progress=False)
     assert_same_rows(res.output, _window_oracle(r, s, 60.0))
     assert res.decisions["delta"].notna().any()
+    # full history, per ContRand subgroup: the state migrates on the executors
+    res = run_stream(spark, r, s, operator="join_biclique", joiners=8, contrand=2, time="t",
+                     tick=20.0, elastic="2ps", capacity=300 * 10.0, tuple_bytes=(10.0, 10.0),
+                     collect_output=True, progress=False)
+    assert_same_rows(res.output, oracle_join(r, s))
+    assert len(res.output) == len(oracle_join(r, s))
+    assert res.decisions["delta"].notna().any() and res.metrics["migrated"].sum() > 0
 
 
 @pytest.mark.parametrize("operator,contrand", [("join_biclique", None), ("join_biclique", 4),
