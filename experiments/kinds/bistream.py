@@ -5,8 +5,11 @@ per-unit, per-micro-batch counts turned into the paper's metrics.
 Figure keys: ``workload.params`` (``query``, ``sf``, ``rate``, ``rate_reading``; ``tuples``
 per scale), ``run``: ``model`` (``jb`` | ``jm``), ``units`` (x), ``contrand`` (y; none:
 random routing), ``micro_batches``, ``window`` / ``archive_share`` / ``delay`` (seconds;
-windowed joins with the chained index), and the figure base's rules: ``scale_factor`` per
-scale, ``capacity_gb`` (C per unit), ``tuple_overhead_bytes``.
+windowed joins with the chained index), ``memory_cliff`` (units past C work from disk),
+``throughput_within_millions`` and ``dataset`` (throughput over the stream's start: Figs 7
+and 8), ``aggregation`` (App. B's online aggregate: ``period``, ``mergers`` and the
+sensitivity's ``periods`` / ``merger_tasks``), the 2PS keys, and the figure base's rules:
+``scale_factor`` per scale, ``capacity_gb`` (C per unit), ``tuple_overhead_bytes``.
 
 One scaling rule for the paper: the small scale multiplies the unit capacity C and the input
 rates by ``scale_factor``, so every processing volume (tuples held at C) is that factor times
