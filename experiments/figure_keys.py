@@ -43,6 +43,7 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                            "archive_share", "delay", "elastic", "t_high", "t_low", "psi",
                            "check_every", "confirmations", "quiet_minutes", "search", "row",
                            "memory_cliff", "throughput_within_millions", "aggregation",
+                           "punctuation_every",
                            "dataset"),
 }
 

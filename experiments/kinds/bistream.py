@@ -170,6 +170,7 @@ def _latency_metrics(m: pd.DataFrame, cost) -> dict:
 # aggregates: Q5 sum by n_name, Q7 sum by supplier nation and year, Band count, min and max)
 AGG_GROUPS = {"eq5": ("l_n_name",), "eq7": ("l_n_name", "r_l_year"), "bnci": ("band_group",)}
 AGG_MESSAGE_BYTES = {"eq5": 25 + 8, "eq7": 25 + 4 + 8, "bnci": 25 + 3 * 8}
+PUNCTUATION_BYTES = 16  # a punctuation: its logical timestamp and a header (8 + 8 bytes)
 BAND_GROUPS = 25  # Band's stand-in for the 25 nation names (choices.band_group in fig13/14)
 
 
@@ -592,6 +593,12 @@ def run_point(pc: PointContext) -> PointOutcome:
         "probes_per_tuple": ((msgs["R"][1] + msgs["S"][1]) / max(1, total), "messages"),
         "bandwidth_mb_s": (deliveries_bytes / span / factor / 1e6 if span else float("nan"),
                            "MB/s (projected bytes, paper scale)"),
+        # the order-consistent protocol's punctuations, modeled: each stream's router sends
+        # one to every unit it feeds per interval (every unit: a unit stores one relation and
+        # is probed by the other's router), whatever the rate
+        "punctuation_mb_s": (2 * units * PUNCTUATION_BYTES
+                             / float(run.get("punctuation_every", 1.0)) / 1e6,
+                             "MB/s (modeled: 2 routers x units per interval)"),
         "results": (outputs, "rows"),
         "oracle_rows": (float(expected), "rows"),
         "input_tuples": (float(total), "tuples"),
