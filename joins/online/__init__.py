@@ -6,7 +6,8 @@ given), runs an operator of the registry (kind "online") through the micro-batch
 (:mod:`joins.online.engine`) and returns exact per-micro-batch, per-worker counts, the epochs
 (layout versions), a summary with modeled and local wall time, and optionally the result rows
 (``l_*`` = R's columns, ``r_*`` = S's columns; ``<name>_*`` per input for named inputs) with
-the ``phase`` that produced each.
+the ``phase`` that produced each, its virtual time ``produced_at`` and, in the collected frame
+(``collect_output``; not in ``output=`` Parquet), the ``unit`` (worker) that produced it.
 """
 
 from __future__ import annotations

@@ -59,6 +59,10 @@ class TwoPhaseScaling(Static):
         self.last: dict[tuple[bool, int], int] = {}  # the last decision per subgroup
         self.streak: dict[tuple[bool, int], int] = {}
 
+    def adopt(self, layout: BicliqueLayout) -> None:
+        """The engine released drained units: the next decision builds on that layout."""
+        self.layout = layout
+
     def subgroups(self, is_r: bool) -> list[np.ndarray]:
         """The storing units of each subgroup of a side (random routing: the side, one)."""
         if isinstance(self.layout, ContRandLayout):
@@ -103,9 +107,11 @@ class TwoPhaseScaling(Static):
         before = {side: [len(u) for u in self.subgroups(side)] for side in (True, False)}
         if sizes == before:
             return None
+        change = [a - b for side in (True, False)
+                  for a, b in zip(sizes[side], before[side], strict=True)]
         info.update(scaled=True, units_r=sum(sizes[True]), units_s=sum(sizes[False]),
-                    delta=sum(sizes[True]) + sum(sizes[False]) - sum(before[True])
-                    - sum(before[False]))
+                    delta=sum(change), delta_out=sum(d for d in change if d > 0),
+                    delta_in=sum(d for d in change if d < 0))
         if isinstance(self.layout, ContRandLayout):
             self.layout = self.layout.regroup(sizes[True], sizes[False],
                                               drain=not self.migrate, rebalance=self.migrate)

@@ -606,6 +606,9 @@ class Engine:
                         v for k, v in row.items() if k.startswith("stored@"))
                 retired = layout.retire(held)
                 if retired is not None:
+                    adopt = getattr(pol, "adopt", None)
+                    if adopt is not None:  # a policy that builds on its layout (2PS)
+                        adopt(retired)
                     gone = sorted(set(layout.workers.tolist()) - set(retired.workers.tolist()))
                     boundary = Decision(z, {"retired": gone}, retired)
             uses_stats = type(pol).after_batch is not Policy.after_batch
