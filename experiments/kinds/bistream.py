@@ -221,22 +221,27 @@ def _aggregation_metrics(out_df: pd.DataFrame, query: str, agg: dict, span: floa
     # a message reaches the merger task of its group in the micro-batch of its first result
     first = pd.DataFrame({"u": units, "g": groups, "p": np.floor(at / period),
                           "t": at}).drop_duplicates(["u", "g", "p"])
-    joiners = (pipelined_costs(m, cost) + per_view * m["outputs"]).groupby(
-        m["batch"]).max().reindex(per.index).to_numpy(float)
-    plain = pipelined_costs(m, cost).groupby(m["batch"]).max().reindex(per.index)
+    cost_rows = pipelined_costs(m, cost)
+    # (micro-batch x unit) seconds, without and with each unit's view updates
+    plain = cost_rows.groupby([m["batch"], m["worker"]]).sum().unstack(fill_value=0.0) \
+        .reindex(per.index, fill_value=0.0).to_numpy(float)
+    joiners = (cost_rows + per_view * m["outputs"]).groupby([m["batch"], m["worker"]]).sum() \
+        .unstack(fill_value=0.0).reindex(per.index, fill_value=0.0).to_numpy(float)
     merge = cost.per_received + per_view  # a message delivered to a merger task and merged
     tuples = float(volume_tuples[-1]) if len(volume_tuples) else 0.0
 
-    def rate(secs: np.ndarray) -> float:
-        return float(tuples / secs.sum()) if secs.sum() > 0 else float("nan")
+    def rate(work: np.ndarray) -> float:
+        """A pipeline's throughput: the tuples over its busiest unit's summed seconds."""
+        busiest = float(work.sum(axis=0).max()) if work.size else 0.0
+        return tuples / busiest if busiest > 0 else float("nan")
 
     def merger_load(g: np.ndarray, t: np.ndarray, tasks: int) -> np.ndarray:
-        """Per micro-batch, the busiest merger task's seconds (groups hashed to tasks)."""
-        load = np.zeros((tasks, len(t1)))
-        np.add.at(load, (g % tasks, batch_of(t)), merge)
-        return load.max(axis=0)
+        """(micro-batch x merger task) seconds (groups hashed to tasks)."""
+        load = np.zeros((len(t1), tasks))
+        np.add.at(load, (batch_of(t), g % tasks), merge)
+        return load
 
-    without = rate(plain.to_numpy(float))
+    without = rate(plain)
     out = {
         "view_messages_unbatched": (float(msgs["unbatched"]), "messages"),
         "view_messages_batched": (float(msgs["batched"]), "messages"),
@@ -252,12 +257,12 @@ def _aggregation_metrics(out_df: pd.DataFrame, query: str, agg: dict, span: floa
     fg, ft = first["g"].to_numpy(), first["t"].to_numpy(float)
     for tasks in sorted({int(agg.get("mergers", 1)), *map(int, agg.get("merger_tasks", []))}):
         tag = "" if tasks == int(agg.get("mergers", 1)) else f"_{tasks}mergers"
-        batched = rate(np.maximum(joiners, merger_load(fg, ft, tasks)))
+        batched = rate(np.hstack([joiners, merger_load(fg, ft, tasks)]))
         out[f"throughput_aggregation_batched{tag}"] = (batched, "tuples/s (modeled, pipelined)")
         out[f"aggregation_throughput_share{tag}"] = (batched / without,
                                                       "with / without aggregation")
         out[f"throughput_aggregation_unbatched{tag}"] = (
-            rate(np.maximum(joiners, merger_load(groups, at, tasks))),
+            rate(np.hstack([joiners, merger_load(groups, at, tasks)])),
             "tuples/s (modeled, pipelined)")
     for other in map(float, agg.get("periods", [])):
         n = view_messages(units, groups, at, float(other))["batched"]
