@@ -78,6 +78,19 @@ def pipelined_costs(m: pd.DataFrame, cost) -> pd.Series:
     return (m["modeled_cost"] - cost.per_worker - state).clip(lower=0.0)
 
 
+def unit_seconds(seconds: pd.Series, m: pd.DataFrame, batches: pd.Index) -> np.ndarray:
+    """(micro-batch x unit) seconds of the metrics rows: each unit's work per micro-batch."""
+    return seconds.groupby([m["batch"], m["worker"]]).sum().unstack(fill_value=0.0) \
+        .reindex(batches, fill_value=0.0).to_numpy(float)
+
+
+def pipeline_rate(tuples: float, work: np.ndarray) -> float:
+    """A pipeline's throughput: the tuples over its busiest unit's summed seconds (the units
+    work through their queues without waiting for each other)."""
+    busiest = float(work.sum(axis=0).max()) if work.size else 0.0
+    return tuples / busiest if busiest > 0 else float("nan")
+
+
 def _throughput_metrics(m: pd.DataFrame, per: pd.DataFrame, cost, volume: np.ndarray,
                         factor: float, rows: list, within: float | None = None,
                         dataset: dict | None = None) -> dict:
@@ -91,10 +104,7 @@ def _throughput_metrics(m: pd.DataFrame, per: pd.DataFrame, cost, volume: np.nda
     scale); ``dataset``: the average over the first tuples of each data set size (``gb``)
     under each reading of a GB in million tuples (``tuples_per_gb``, Fig 8): a smaller data
     set is the longer one's start."""
-    unit_cost = pipelined_costs(m, cost)
-    # (micro-batch x unit) pipelined seconds: the units' cumulative work over any prefix
-    grid = unit_cost.groupby([m["batch"], m["worker"]]).sum().unstack(fill_value=0.0) \
-        .reindex(per.index, fill_value=0.0).to_numpy(float)
+    grid = unit_seconds(pipelined_costs(m, cost), m, per.index)
     tuples = m.groupby("batch")["tuples"].first().reindex(per.index).to_numpy(float)
     secs = grid.max(axis=1) if grid.size else np.zeros(len(per))
     over = m.groupby("batch")["overflow"].any().reindex(per.index).to_numpy(bool)
@@ -105,8 +115,7 @@ def _throughput_metrics(m: pd.DataFrame, per: pd.DataFrame, cost, volume: np.nda
     first_over = int(np.argmax(over)) if over.any() else len(over)
 
     def rate(sl: slice) -> float:
-        c = grid[sl].sum(axis=0).max() if grid[sl].size else 0.0
-        return float(tuples[sl].sum() / c) if c > 0 else float("nan")
+        return pipeline_rate(float(tuples[sl].sum()), grid[sl])
 
     batch_time = cost.fixed_per_batch + m.groupby("batch")["modeled_cost"].max()
     out = {
@@ -130,9 +139,8 @@ def _throughput_metrics(m: pd.DataFrame, per: pd.DataFrame, cost, volume: np.nda
         i = min(int(np.searchsorted(volume, want)), len(volume) - 1)
         before = volume[i - 1] if i else 0.0
         frac = (want - before) / tuples[i] if tuples[i] else 0.0
-        work = grid[:i].sum(axis=0) + frac * grid[i]  # the last micro-batch in part
-        t = float(work.max()) if work.size else 0.0
-        return float(want / t) if t > 0 else float("nan")
+        work = np.vstack([grid[:i], frac * grid[i]])  # the last micro-batch in part
+        return pipeline_rate(want, work)
 
     if within is not None:
         out["throughput_first"] = (first(float(within) * 1e6 * factor),
@@ -182,13 +190,22 @@ def _latency_metrics(m: pd.DataFrame, cost) -> dict:
             "latency_ms_mean": (float((c * w).sum() / total) / 2 * 1e3, "ms (modeled)")}
 
 
-# App. B's aggregates: the group-by columns of each query's result rows (R's columns are
-# l_-prefixed, S's r_-), and the bytes of one view-update message (the group's values and the
+# App. B's aggregates: the bytes of one view-update message (the group's values and the
 # aggregates: Q5 sum by n_name, Q7 sum by supplier nation and year, Band count, min and max)
-AGG_GROUPS = {"eq5": ("l_n_name",), "eq7": ("l_n_name", "r_l_year"), "bnci": ("band_group",)}
 AGG_MESSAGE_BYTES = {"eq5": 25 + 8, "eq7": 25 + 4 + 8, "bnci": 25 + 3 * 8}
 PUNCTUATION_BYTES = 16  # a punctuation: its logical timestamp and a header (8 + 8 bytes)
 BAND_GROUPS = 25  # Band's stand-in for the 25 nation names (choices.band_group in fig13/14)
+
+
+def agg_group_columns(query: str) -> list[str]:
+    """The group-by columns of a query's result rows: the streams' group-by attributes
+    (:data:`datagen.bistream_streams.GROUP_COLUMNS`, R's l_-prefixed, S's r_-), or Band's
+    stand-in ``band_group``."""
+    from datagen.bistream_streams import GROUP_COLUMNS
+
+    side = GROUP_COLUMNS.get(query, {})
+    cols = [f"l_{c}" for c in side.get("R", ())] + [f"r_{c}" for c in side.get("S", ())]
+    return cols or ["band_group"]
 
 
 def _aggregation_metrics(out_df: pd.DataFrame, query: str, agg: dict, span: float,
@@ -199,18 +216,19 @@ def _aggregation_metrics(out_df: pd.DataFrame, query: str, agg: dict, span: floa
     charged (each unit's updates; each merger task's merges of the messages of its groups).
     ``agg``: ``period`` (s of event time), ``mergers`` (tasks, default 1), and the verdicts'
     sensitivity: ``periods`` and ``merger_tasks`` to report as well."""
-    from joins.online.aggregation import load_view_update, view_messages
+    from joins.online.aggregation import batched_messages, load_view_update
 
-    if query == "bnci":
+    cols = agg_group_columns(query)
+    if cols == ["band_group"]:
         out_df = out_df.assign(band_group=out_df["l_key"] % BAND_GROUPS)
-    cols = list(AGG_GROUPS[query])
     groups = pd.MultiIndex.from_frame(out_df[cols]).factorize()[0]
     units = out_df["unit"].to_numpy()
     # a result's time: its later tuple's event time (a micro-batch's results all carry its
     # end as produced_at, and a micro-batch can be longer than the period)
     at = np.maximum(out_df["l_t"].to_numpy(float), out_df["r_t"].to_numpy(float))
-    period = float(agg["period"])
-    msgs = view_messages(units, groups, at, period)
+    # a message reaches the merger task of its group in the micro-batch of its first result
+    first = batched_messages(units, groups, at, float(agg["period"]))
+    msgs = {"unbatched": len(units), "batched": len(first)}
     size = AGG_MESSAGE_BYTES[query]
     per_view = load_view_update()
     t1 = per["t1"].to_numpy(float)
@@ -218,22 +236,15 @@ def _aggregation_metrics(out_df: pd.DataFrame, query: str, agg: dict, span: floa
     def batch_of(t: np.ndarray) -> np.ndarray:  # the micro-batch a result time belongs to
         return np.minimum(np.searchsorted(t1, t - 1e-9), len(t1) - 1)
 
-    # a message reaches the merger task of its group in the micro-batch of its first result
-    first = pd.DataFrame({"u": units, "g": groups, "p": np.floor(at / period),
-                          "t": at}).drop_duplicates(["u", "g", "p"])
     cost_rows = pipelined_costs(m, cost)
     # (micro-batch x unit) seconds, without and with each unit's view updates
-    plain = cost_rows.groupby([m["batch"], m["worker"]]).sum().unstack(fill_value=0.0) \
-        .reindex(per.index, fill_value=0.0).to_numpy(float)
-    joiners = (cost_rows + per_view * m["outputs"]).groupby([m["batch"], m["worker"]]).sum() \
-        .unstack(fill_value=0.0).reindex(per.index, fill_value=0.0).to_numpy(float)
+    plain = unit_seconds(cost_rows, m, per.index)
+    joiners = unit_seconds(cost_rows + per_view * m["outputs"], m, per.index)
     merge = cost.per_received + per_view  # a message delivered to a merger task and merged
     tuples = float(volume_tuples[-1]) if len(volume_tuples) else 0.0
 
     def rate(work: np.ndarray) -> float:
-        """A pipeline's throughput: the tuples over its busiest unit's summed seconds."""
-        busiest = float(work.sum(axis=0).max()) if work.size else 0.0
-        return tuples / busiest if busiest > 0 else float("nan")
+        return pipeline_rate(tuples, work)
 
     def merger_load(g: np.ndarray, t: np.ndarray, tasks: int) -> np.ndarray:
         """(micro-batch x merger task) seconds (groups hashed to tasks)."""
@@ -265,7 +276,7 @@ def _aggregation_metrics(out_df: pd.DataFrame, query: str, agg: dict, span: floa
             rate(np.hstack([joiners, merger_load(groups, at, tasks)])),
             "tuples/s (modeled, pipelined)")
     for other in map(float, agg.get("periods", [])):
-        n = view_messages(units, groups, at, float(other))["batched"]
+        n = len(batched_messages(units, groups, at, other))
         out[f"view_batched_share_{other:g}s"] = (n / msgs["unbatched"] if msgs["unbatched"]
                                                  else float("nan"),
                                                  "batched / unbatched messages")
@@ -400,7 +411,7 @@ class Setup:
 
 def _setup(pc: PointContext) -> Setup:
     from datagen import materialize
-    from datagen.bistream_streams import PROJECTED_BYTES
+    from datagen.bistream_streams import GROUP_COLUMNS, PROJECTED_BYTES
     from datagen.squall_query import QUERIES
 
     s = point_settings(pc)
@@ -412,13 +423,10 @@ def _setup(pc: PointContext) -> Setup:
     params["rate"] = float(params["rate"]) * factor
     params.setdefault("seed", pc.seed)
     folder = Path(materialize("bistream_streams", params, progress=pc.progress))
-    extra = {"R": [], "S": []}
-    if run.get("aggregation"):  # the group-by columns of App. B's aggregates
-        for c in AGG_GROUPS[params["query"]]:
-            if c[:2] in ("l_", "r_"):
-                extra["R" if c.startswith("l_") else "S"].append(c[2:])
-    r = pd.read_parquet(folder / "R.parquet", columns=["key", "t", *extra["R"]])
-    st = pd.read_parquet(folder / "S.parquet", columns=["key", "t", *extra["S"]])
+    # App. B's aggregates need the streams' group-by attributes
+    extra = GROUP_COLUMNS.get(params["query"], {}) if run.get("aggregation") else {}
+    r = pd.read_parquet(folder / "R.parquet", columns=["key", "t", *extra.get("R", ())])
+    st = pd.read_parquet(folder / "S.parquet", columns=["key", "t", *extra.get("S", ())])
     query = QUERIES[params["query"]]
     proj = PROJECTED_BYTES[params["query"]]
     overhead = float(run["tuple_overhead_bytes"])

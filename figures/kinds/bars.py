@@ -30,7 +30,7 @@ from figures.style import (
 NO_VALUE = ("oom", "timeout", "error")
 
 
-def _x_ticks(figure: dict, xs: list[float], results: pd.DataFrame) -> list[str]:
+def x_ticks(figure: dict, xs: list[float], results: pd.DataFrame) -> list[str]:
     cats = figure["x"].get("categories")
     if cats:
         return [str(cats[int(x)]) for x in xs]
@@ -78,7 +78,7 @@ def _panel(ax, figure: dict, results: pd.DataFrame, names: list[str], y: str, yl
     for st in sorted(set(status) & set(NO_VALUE)):
         handles.append(ax.scatter([], [], marker=FAIL_MARKERS[st], color="gray",
                                   label=FAIL_LABELS[st]))
-    ax.set_xticks(range(len(xs)), _x_ticks(figure, xs, sub))
+    ax.set_xticks(range(len(xs)), x_ticks(figure, xs, sub))
     ax.set_xlabel(figure["x"].get("label", "x"))
     ax.set_ylabel(ylabel)
     if logy and len(vals) and (vals > 0).all():

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
-from figures.kinds.bars import _x_ticks
+from figures.kinds.bars import x_ticks
 from figures.style import footer_text, series_colors, series_labels, y_kind_of
 
 PARTS = {"whislo": "min", "q1": "p25", "med": "p50", "q3": "p75", "whishi": "max",
@@ -46,7 +46,7 @@ def draw(figure: dict, results: pd.DataFrame):
                    medianprops={"color": "black"},
                    meanprops={"marker": "o", "markerfacecolor": "white",
                               "markeredgecolor": "black", "markersize": 3.5})
-    ax.set_xticks(range(len(xs)), _x_ticks(figure, xs, ok))
+    ax.set_xticks(range(len(xs)), x_ticks(figure, xs, ok))
     ax.set_xlabel(figure["x"].get("label", "x"))
     ylabel = plot.get("ylabel", prefix)
     ax.set_ylabel(ylabel)

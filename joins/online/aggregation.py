@@ -25,20 +25,26 @@ import pandas as pd
 VIEW_CALIBRATION = Path(__file__).resolve().parents[2] / "calibration" / "view-update.json"
 
 
-def view_messages(units: np.ndarray, groups: np.ndarray, produced_at: np.ndarray,
+def batched_messages(units: np.ndarray, groups: np.ndarray, at: np.ndarray,
+                     period: float) -> pd.DataFrame:
+    """The batched view-update messages: one row per (unit ``u``, group ``g``, period
+    ``p``) with a result, at the time ``t`` of its first result."""
+    if period <= 0:
+        raise ValueError(f"the batching period must be > 0, got {period}")
+    t = np.asarray(at, float)
+    if np.isnan(t).any():
+        raise ValueError("batched view updates need each result's time (run with time=)")
+    frame = pd.DataFrame({"u": units, "g": pd.factorize(pd.Series(groups), sort=False)[0],
+                          "p": np.floor(t / period), "t": t})
+    return frame.drop_duplicates(["u", "g", "p"])
+
+
+def view_messages(units: np.ndarray, groups: np.ndarray, at: np.ndarray,
                   period: float) -> dict[str, int]:
     """Messages from the units to the merger: one per result (unbatched), one per (unit,
     group, period) with a result (batched)."""
-    if period <= 0:
-        raise ValueError(f"the batching period must be > 0, got {period}")
-    if not len(units):
-        return {"unbatched": 0, "batched": 0}
-    tick = np.floor(np.asarray(produced_at, float) / period)
-    if np.isnan(tick).any():
-        raise ValueError("batched view updates need each result's time (run with time=)")
-    frame = pd.DataFrame({"u": units, "g": pd.factorize(pd.Series(groups), sort=False)[0],
-                          "p": tick})
-    return {"unbatched": int(len(frame)), "batched": int(len(frame.drop_duplicates()))}
+    return {"unbatched": int(len(units)),
+            "batched": int(len(batched_messages(units, groups, at, period)))}
 
 
 def _update_views(units: np.ndarray, groups: np.ndarray, values: np.ndarray,

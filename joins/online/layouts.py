@@ -471,15 +471,14 @@ class BicliqueLayout(Layout):
         everything; a retiring unit sends each tuple to its placement under ``new``. Under a
         rebalancing ``new`` (:meth:`resize`), every unit keeps only what ``new`` places on it
         and sends the rest there: a full-history side is even again after a scale-out."""
-        if not isinstance(new, BicliqueLayout):
-            raise ValueError("a join-biclique moves only to a join-biclique")
+        if not isinstance(new, type(self)):
+            raise ValueError(f"a {type(self).__name__} moves only to a layout of its kind")
+        dest = new.source(is_r, key, u, me)  # each tuple's placement under the new layout
         if new.rebalance:
-            dest = new.place(is_r, u)
             keep = dest == me
             return keep, [(int(d), dest == d) for d in np.unique(dest[~keep])]
         if np.any(new.probed(is_r) == me):  # stays, or drains where it is
             return np.ones(len(u), bool), []
-        dest = new.place(is_r, u)
         return np.zeros(len(u), bool), [(int(d), dest == d) for d in np.unique(dest)]
 
     def resize(self, a: int, b: int, rebalance: bool = False) -> BicliqueLayout:
@@ -632,20 +631,6 @@ class ContRandLayout(BicliqueLayout):
         first = np.sort(first)
         return t[first], w[first], role[first]
 
-    def moves(self, new, is_r, key, u, me):
-        """A unit of a subgroup that stays or drains keeps everything; one that leaves hands
-        each tuple to its placement under ``new``; under a rebalancing ``new`` every unit
-        keeps only what ``new`` places on it (a full history's subgroups even again)."""
-        if not isinstance(new, ContRandLayout):
-            raise ValueError("a ContRand join-biclique moves only to a ContRand one")
-        dest = new.place_keyed(is_r, key, u)
-        if new.rebalance:
-            keep = dest == me
-            return keep, [(int(d), dest == d) for d in np.unique(dest[~keep])]
-        if np.any(new._flat[is_r] == me):
-            return np.ones(len(u), bool), []
-        return np.zeros(len(u), bool), [(int(d), dest == d) for d in np.unique(dest)]
-
     def regroup(self, r_sizes: list[int], s_sizes: list[int], *, drain: bool = False,
                 rebalance: bool = False) -> ContRandLayout:
         """Each subgroup with its new number of storing units (2PS per subgroup): units that
@@ -672,10 +657,6 @@ class ContRandLayout(BicliqueLayout):
                              out[True][1], out[False][1])
         new.rebalance = rebalance
         return new
-
-    def retire(self, stored):
-        empty = [int(w) for w in self.draining if stored.get(int(w), 0) == 0]
-        return self.without(empty) if empty else None
 
     def without(self, units) -> ContRandLayout:
         """This layout with drained (now empty) units gone."""
