@@ -47,6 +47,11 @@ def _factory(operator):
     return registry.get(operator, "online").load()
 
 
+def _units(units) -> tuple[int, ...]:
+    """A rescale point's units: an int where the layout has one unit count, else a tuple."""
+    return (int(units),) if np.isscalar(units) else tuple(int(u) for u in units)
+
+
 def _rescaled(policy, rescale):
     """A static operator whose units change at given arrival numbers (``rescale=``)."""
     from joins.online.controller import Scripted
@@ -56,7 +61,7 @@ def _rescaled(policy, rescale):
     if not isinstance(policy, Static) or type(policy) is not Static:
         raise ValueError("rescale= changes the units of a static operator by hand; this "
                          "operator's controller decides its own layout")
-    changes = [(int(at), lambda lay, u=tuple(units): lay.rescale(u)) for at, units in rescale]
+    changes = [(int(at), lambda lay, u=_units(units): lay.rescale(u)) for at, units in rescale]
     scripted = Scripted(policy.layout, changes)
     scripted.program = getattr(policy, "program", "joiner")
     return scripted

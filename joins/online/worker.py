@@ -231,7 +231,7 @@ def step(pid: int, records, report) -> PartitionState:
             if not chunk.finalize.is_active(wid):
                 if sum(prog.stored(ws)):
                     raise RuntimeError(f"worker {wid} left the layout holding tuples")
-                if not (cfg.cleanup_log and prog.on_disk(ws)):  # its disk stays for the clean-up
+                if not prog.on_disk(ws):  # evicted state and logs stay for the clean-up
                     del state.workers[wid]
     state.outgoing = []
     ticks = [i for i, op in enumerate(chunk.ops) if isinstance(op, TickEnd)]
