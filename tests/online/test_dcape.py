@@ -288,3 +288,44 @@ def test_active_disk_orders_the_slowest_machine_within_the_cap():
                                       budget=100), 0) is None  # 80 < 0.9 x 100
     assert pressure.after_batch(_tick([95, 92], 20.0, outputs=[500, 40], movable=mov,
                                       budget=100), 0) is not None
+
+
+def test_a_relocated_group_arrives_with_its_statistics():
+    """A group's P_s, P_o and T_u travel once, whole, with it: ``take`` runs once per input,
+    and the second and third pieces used to overwrite the receiver's P_o with 0 and T_u with
+    -inf, so a productive group arrived as the least productive (the first to be pushed)."""
+    from joins.online.kernel import ProbeResult
+    from joins.online.layouts import BOTH, HashLayout
+    from joins.online.programs.base import Context, Piece
+    from joins.online.programs.dcape import DCape
+    from joins.online.worker import Deliveries, RunConfig
+
+    prog = DCape(groups=4, by="mod")
+    cfg = RunConfig(program=prog, inputs=3, edges=((0, 0, 1, 0), (1, 0, 2, 0)))
+    ctx = Context(cfg)
+    sender, receiver = prog.new_worker(0), prog.new_worker(1)
+    # group 1 (keys 1 and 5 mod 4): key 1 has 1 A, 2 B, 1 C tuples -> 2 results
+    rel = np.array([0, 1, 2, 0, 1, 0, 1])
+    key = np.array([1.0, 1.0, 1.0, 5.0, 1.0, 2.0, 3.0])
+    n = len(key)
+    d = Deliveries(np.zeros(n, np.int64), rel, key, np.arange(n), np.arange(n),
+                   np.zeros(n, np.uint32), np.full(n, BOTH, np.int8),
+                   ts=np.arange(n, dtype=float) * 10)
+    c = {"probes": 0}
+    prog.deliver(sender, d, ctx, c, ProbeResult())
+    p_s = prog._sizes(sender)
+    p_o, t_u = sender.p_o.copy(), sender.t_u.copy()
+    assert p_o[1] == 2 and p_s[1] == 5
+    old = HashLayout(np.array([0, 0, 0, 0]), "mod")
+    new = HashLayout(np.array([0, 1, 0, 0]), "mod")  # group 1 moves to machine 1
+    prog.begin_move(sender, old, new, 0, "boundary")
+    pieces = [Piece(1, i, got) for i in range(3)
+              if (got := prog.take(sender, 1, i, 10**9)) is not None]
+    assert len(pieces) == 3  # every input has tuples of group 1: three takes
+    for piece in pieces:
+        prog.receive(receiver, piece, ctx, {"probes": 0}, ProbeResult())
+    assert prog._sizes(receiver)[1] == p_s[1] and prog._sizes(sender)[1] == 0
+    assert receiver.p_o[1] == p_o[1] and receiver.t_u[1] == t_u[1] == 40.0
+    assert sender.p_o[1] == 0 and sender.t_u[1] == -np.inf
+    # the groups that stayed keep theirs
+    assert sender.p_o[2] == p_o[2] and sender.t_u[2] == t_u[2] == 50.0

@@ -69,6 +69,7 @@ class DCapeState(MJoinState):
     pushes: int = 0  # pushes so far (local and forced)
     forced: int = 0  # of which ordered by the manager (active-disk)
     moving: bool = False  # a relocation touches this machine this tick (no push meanwhile)
+    stats_sent: set = field(default_factory=set)  # groups whose statistics left in this move
     oom: bool = False
     spill_dir: str | None = None  # the run's folder for push files (set at every tick)
     budget: int | None = None  # the run's memory budget (tuples; reported to the manager)
@@ -226,15 +227,20 @@ class DCape(MJoin):
         if (leaving & (ws.epochs > 0)).any():
             raise RuntimeError(f"machine {ws.wid}: a group with state on disk cannot move")
         ws.moving = bool(leaving.any() or coming.any())
+        ws.stats_sent = set()
         if leaving.any():
             super().begin_move(ws, old, new, start, "handoff")
 
     def take(self, ws, dest, rel, k):
+        """The moving tuples of one input; a group's statistics go once, whole, with the first
+        piece that carries the group (``take`` runs once per input: a second piece must not
+        overwrite them on the receiver with the zeros left behind)."""
         sent = super().take(ws, dest, rel, k)
         if sent is None:
             return None
-        g = np.unique(self._group(sent))
-        stats = {int(x): (int(ws.p_o[x]), float(ws.t_u[x])) for x in g}
+        g = [int(x) for x in np.unique(self._group(sent)) if int(x) not in ws.stats_sent]
+        stats = {x: (int(ws.p_o[x]), float(ws.t_u[x])) for x in g}
+        ws.stats_sent.update(g)
         ws.p_o[g], ws.t_u[g] = 0, -np.inf
         return GroupRows.of(sent, stats)
 
