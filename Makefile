@@ -17,7 +17,7 @@ PAPERS := $(sort $(foreach f,$(FIGURES),$(firstword $(subst /, ,$(f)))))
 FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
 PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))
 
-.PHONY: help setup test lint list reproduce reproduce-all report readme calibrate bench data clean \
+.PHONY: help setup test stress lint list reproduce reproduce-all report readme calibrate bench data clean \
         cluster-up cluster-down cluster-status history history-down budget-sensitivity \
         $(FIGURE_TARGETS) $(PAPER_TARGETS)
 
@@ -28,6 +28,7 @@ help:
 	@echo "make reproduce-all         every figure of every paper"
 	@echo "make list                  the figures;  make report  REPORT.md from results/;  make readme  its figure table"
 	@echo "make test | lint           the tests (ARGS=pytest options) | ruff"
+	@echo "make stress                1,000+ random layout-change schedules against DuckDB (slow)"
 	@echo "make calibrate | bench     measure the cost model's constants | benchmarks (ARGS=\"name key=value\")"
 	@echo "make data | setup | clean  the headline figures' inputs | install the venv | remove scratch/"
 	@echo "make cluster-up | cluster-status | cluster-down   a Spark standalone cluster here (SPARK=standalone)"
@@ -47,6 +48,11 @@ setup: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(ARGS)
+
+# the engine's exactness under random multi-change schedules: 1,000+ cases against DuckDB
+# (tests/online/test_schedules_property.py); run it after every engine change
+stress: $(STAMP)
+	$(PY) -m pytest -m stress -p no:randomly --hypothesis-show-statistics $(ARGS) tests/online
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

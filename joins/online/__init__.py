@@ -21,10 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from joins.online.controller import Static, ilf_opt
+from joins.online.checks import check_run, rescaled
+from joins.online.controller import ilf_opt
 from joins.online.cost import CostModel
-from joins.online.kernel import Equi
-from joins.online.layouts import ContRandLayout
 
 __all__ = ["StreamResult", "run_stream", "CostModel"]
 
@@ -45,26 +44,6 @@ def _factory(operator):
     if callable(operator):
         return operator
     return registry.get(operator, "online").load()
-
-
-def _units(units) -> tuple[int, ...]:
-    """A rescale point's units: an int where the layout has one unit count, else a tuple."""
-    return (int(units),) if np.isscalar(units) else tuple(int(u) for u in units)
-
-
-def _rescaled(policy, rescale):
-    """A static operator whose units change at given arrival numbers (``rescale=``)."""
-    from joins.online.controller import Scripted
-
-    if not rescale:
-        return policy
-    if not isinstance(policy, Static) or type(policy) is not Static:
-        raise ValueError("rescale= changes the units of a static operator by hand; this "
-                         "operator's controller decides its own layout")
-    changes = [(int(at), lambda lay, u=_units(units): lay.rescale(u)) for at, units in rescale]
-    scripted = Scripted(policy.layout, changes)
-    scripted.program = getattr(policy, "program", "joiner")
-    return scripted
 
 
 def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | list = "key",
@@ -174,32 +153,12 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
                 else (0.0, 0.0)
         policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
                          band=band, **extra, **operator_params)
-        policy = _rescaled(policy, rescale)
-        most = policy.layout.max_inputs
-        if most is not None and len(names) > most:
-            raise ValueError(f"operator {operator!r} routes with a {policy.layout.kind} layout, "
-                             f"which has {most} sides; {len(names)} inputs need a hash or "
-                             "one-site layout (e.g. operator=mjoin)")
-        program = programs.load(getattr(policy, "program", "joiner"))(
+        base_program = programs.load(getattr(policy, "program", "joiner"))(
             **getattr(policy, "program_params", {}))
-        if program.inputs is not None and program.inputs != len(names):
-            raise ValueError(f"operator {operator!r} joins {program.inputs} inputs, got "
-                             f"{len(names)}; use mjoin for more")
-        if not graph.shared and not program.edges:
-            raise ValueError(f"operator {operator!r} joins on one shared attribute; a join on "
-                             "several attributes (edges) needs an operator whose program "
-                             "takes edges, e.g. operator=mjoin")
-        if spill not in program.spill_modes:
-            raise ValueError(f"the {program.name} program supports spill="
-                             f"{'|'.join(program.spill_modes)}, not {spill!r}")
-        if predicate is not None and not isinstance(predicate, Equi) and \
-                isinstance(policy.layout, ContRandLayout):
-            raise ValueError("ContRand routes equi-joins (hash subgroups) and band joins "
-                             "(band=, range subgroups); another predicate needs random routing")
-        if predicate is not None and not isinstance(predicate, Equi) and \
-                policy.layout.kind == "hash":
-            raise ValueError(f"a {predicate.name} predicate needs content-insensitive routing "
-                             "(grid or biclique); hash routing only meets equal keys")
+        check_run(policy, base_program, operator=str(operator), inputs=len(names),
+                  shared=graph.shared, spill=spill, predicate=predicate, rescale=rescale)
+        policy = rescaled(policy, rescale)
+        program = base_program
         parts = partitions or max(1, min(joiners, executor_cores(spark)))
         from runtime.paths import ONLINE_SCRATCH
 

@@ -115,11 +115,17 @@ def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s:
                          controller=opts["controller"], band=opts["band"], **graph, **typed)
     except (ValueError, TypeError) as e:
         raise UsageError(f"{op}: {e}") from e
-    from joins.online.controller import Static
+    from joins.online import programs
+    from joins.online.checks import check_run
 
-    if opts.get("rescale") and type(policy) is not Static:
-        raise UsageError(f"rescale= changes a static operator's units by hand; {op}'s "
-                         "controller decides its own layout")
+    try:  # the same checks as run_stream's, before Spark starts
+        program = programs.load(getattr(policy, "program", "joiner"))(
+            **getattr(policy, "program_params", {}))
+        check_run(policy, program, operator=op, inputs=opts["inputs"],
+                  shared=opts["graph"].shared, spill=opts["spill"],
+                  rescale=opts.get("rescale"))
+    except ValueError as e:
+        raise UsageError(str(e)) from e
     return typed
 
 
@@ -234,8 +240,9 @@ def _check_time_nulls(paths: dict[str, str], time: str) -> None:
                              "every arrival needs its event time")
 
 
-def _rescale(value: str, op: str, total: int) -> list[tuple[int, tuple[int, ...]]]:
-    """``AT:UNITS[,AT:UNITS...]``: a unit count, or R+S units for a join-biclique."""
+def _rescale(value: str, total: int) -> list[tuple[int, tuple[int, ...]]]:
+    """``AT:UNITS[,AT:UNITS...]``: a unit count, or R+S units for a join-biclique (the layout
+    says which it takes: :func:`joins.online.checks.check_schedule`)."""
     out = []
     for item in value.split(","):
         at, colon, units = item.partition(":")
@@ -254,9 +261,6 @@ def _rescale(value: str, op: str, total: int) -> list[tuple[int, tuple[int, ...]
                              f"({total} tuples)")
         if min(u) < 1:
             raise UsageError(f"rescale: units must be >= 1, got {units!r}")
-        if (op == "join_biclique") != (len(u) == 2) or len(u) > 2:
-            raise UsageError("rescale: join_biclique takes R+S units (e.g. 6+4), the other "
-                             "operators a unit count")
         out.append((at_i, u))
     return out
 
@@ -398,13 +402,13 @@ def validate(args: dict) -> dict:
         raise UsageError(f"order {order}: {e}") from e
     rows = [ds.dataset(path, format="parquet").count_rows() for path in paths.values()]
     if "rescale" in args:
-        opts["rescale"] = _rescale(args["rescale"], op, sum(rows))
+        opts["rescale"] = _rescale(args["rescale"], sum(rows))
     if "checkpoint_dir" in args:
         opts["checkpoint_dir"] = _checkpoint_dir(args["checkpoint_dir"], args, paths)
     # an operator's parameter as name= or, as describe and compare write it, param.name=
     extra = {k.removeprefix("param."): v for k, v in args.items() if k not in _ENGINE}
-    opts.update(_policy_check(op, joiners, {**opts, "graph": graph}, extra, rows[0],
-                              sum(rows[1:])))
+    opts.update(_policy_check(op, joiners, {**opts, "graph": graph, "inputs": len(paths)},
+                              extra, rows[0], sum(rows[1:])))
     opts["paths"] = paths
     return opts
 

@@ -664,8 +664,24 @@ class ContRandLayout(BicliqueLayout):
                               [np.setdiff1d(d, units) for d in self.r_draining],
                               [np.setdiff1d(d, units) for d in self.s_draining])
 
-    def resize(self, a: int, b: int, rebalance: bool = False) -> BicliqueLayout:  # drain, rescale too
+    def resize(self, a: int, b: int, rebalance: bool = False) -> BicliqueLayout:  # drain too
         raise ValueError("a ContRand join-biclique resizes by subgroup (regroup), not by side")
+
+    def rescale(self, units: tuple[int, ...]) -> ContRandLayout:
+        """R+S units, each side's spread evenly over its subgroups (sizes differ by at most
+        one, the first subgroups take the extra units), then :meth:`regroup`: units that leave
+        hand their state over, as 2PS does on a full history."""
+        if len(units) != 2:
+            raise ValueError("a join-biclique rescales to R+S units, e.g. 6+4")
+        sizes = []
+        for side, count, groups in (("R", units[0], self.r_groups),
+                                    ("S", units[1], self.s_groups)):
+            d = len(groups)
+            if count < d:
+                raise ValueError(f"a ContRand join-biclique with {d} {side} subgroups needs at "
+                                 f"least {d} {side} units, got {count}")
+            sizes.append([count // d + (i < count % d) for i in range(d)])
+        return self.regroup(*sizes)
 
     def describe(self) -> dict:
         return {**super().describe(), "subgroups_r": len(self.r_groups),

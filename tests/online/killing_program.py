@@ -48,3 +48,44 @@ class KillingJoiner(Joiner):
                     f.write(f"tick={ctx.batch} jvm={jvm}\n")
                 os.kill(jvm, signal.SIGKILL)
         return over
+
+
+def _kill_once(marks: str, what: str) -> None:
+    """Kill this task's executor JVM, once per run (the first task to get here)."""
+    jvm = executor_jvm(os.getpid())
+    if jvm is None:
+        return
+    try:
+        fd = os.open(os.path.join(marks, "killed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{what} jvm={jvm}\n")
+    os.kill(jvm, signal.SIGKILL)
+
+
+def killing(base: type, marks: str, when: str) -> type:
+    """``base`` (a worker program class) that kills its executor once: ``when="moving"`` at
+    the first tick end of a worker with state in its outbox (a move in flight), ``"gather"``
+    in the clean-up's gathering step, ``"cleanup"`` in the clean-up itself."""
+
+    class Killing(base):
+        def end_tick(self, ws, ctx, c):
+            over = super().end_tick(ws, ctx, c)
+            if when == "moving" and any(sum(v) for v in self.outbox_sizes(ws).values()):
+                _kill_once(marks, f"moving tick={ctx.batch}")
+            return over
+
+        def cleanup_pieces(self, ws, layout, ctx):
+            out = super().cleanup_pieces(ws, layout, ctx)
+            if when == "gather":
+                _kill_once(marks, "gather")
+            return out
+
+        def cleanup(self, ws, pieces, ctx, c, out):
+            super().cleanup(ws, pieces, ctx, c, out)
+            if when == "cleanup":
+                _kill_once(marks, "cleanup")
+
+    Killing.__name__ = f"Killing{base.__name__}"
+    return Killing

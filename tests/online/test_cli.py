@@ -255,10 +255,20 @@ def test_time_column_must_be_numeric_and_two_input_operators_refuse_three(three,
     assert "operator=mjoin, miner or dcape joins 3" in capsys.readouterr().err
     assert main(["operator=join_biclique", "joiners=4", f"r={three / 'A.parquet'}",
                  f"s={three / 'B.parquet'}", "on=k", "rescale=2:5"]) == 2
-    assert "join_biclique takes R+S units" in capsys.readouterr().err
+    assert "a join-biclique rescales to R+S units, e.g. 6+4" in capsys.readouterr().err
     ab = [f"r={three / 'A.parquet'}", f"s={three / 'B.parquet'}", "on=k"]
     assert main(["operator=dynamic", "joiners=4", *ab, "rescale=2:5"]) == 2
-    assert "dynamic's controller decides its own layout" in capsys.readouterr().err
+    assert "this operator's controller decides its own layout" in capsys.readouterr().err
+    assert main(["operator=shj", "joiners=4", *ab, "rescale=2:3+3"]) == 2
+    assert "a hash layout rescales to a worker count" in capsys.readouterr().err
+    # a program that never moves state (one site) refuses rescale= before Spark starts
+    assert main(["operator=diner", "joiners=1", *ab, "rescale=2:2"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "never moves state" in err
+    # a ContRand join-biclique needs a unit per subgroup on each side
+    assert main(["operator=join_biclique", "contrand=2", "joiners=4", *ab,
+                 "rescale=2:1+4"]) == 2
+    assert "with 2 R subgroups needs at least 2 R units, got 1" in capsys.readouterr().err
     assert main(["operator=static_mid", "joiners=4", *ab, "rescale=-1:5"]) == 2
     assert "rescale point -1 must be >= 0" in capsys.readouterr().err
     assert main(["operator=static_mid", "joiners=4", f"r={three / 'A.parquet'}",

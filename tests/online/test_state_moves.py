@@ -160,3 +160,31 @@ def test_hash_rescales_with_eviction_lose_nothing(rescale, budget, batch, spill)
     assert len(res.output) == len(want) == res.summary["outputs"]
     if spill == "evict":
         assert res.summary["spilled"] > 0 and (res.output["phase"] == "cleanup").any()
+
+
+@pytest.mark.parametrize("band", [None, 1.0])
+@pytest.mark.parametrize("budget,spill", [(None, "charge"), (40, "evict")])
+def test_a_contrand_biclique_rescales_by_side(band, budget, spill):
+    """``rescale=300:6+6,600:4+4`` on JB8-CR2 raised after Spark had started; each side's
+    new units now spread evenly over its subgroups (regroup, as 2PS does), out and in."""
+    rf, sf = _frames(seed=5, n_r=450, n_s=500, keys=11)
+    res = run_stream(None, rf, sf, operator="join_biclique", contrand=2, joiners=8,
+                     batch_size=50, band=band, rescale=[(300, (6, 6)), (600, (4, 4)),
+                                                        (800, (3, 5))],
+                     memory_budget_tuples=budget, spill=spill, collect_output=True,
+                     progress=False, backend="local")
+    want = oracle_join(rf, sf, band=band)
+    assert_same_rows(res.output, want)
+    assert len(res.output) == len(want) == res.summary["outputs"]
+    assert list(res.epochs["n"]) == [4, 6, 4, 3] and list(res.epochs["m"]) == [4, 6, 4, 5]
+    assert res.summary["migrated_tuples"] > 0  # shrinking subgroups hand their state over
+
+
+def test_contrand_rescale_spreads_units_evenly_over_subgroups():
+    from joins.online.layouts import ContRandLayout
+
+    lay = ContRandLayout.even(4, 4, 2, 2).rescale((5, 7))
+    assert [len(g) for g in lay.r_groups] == [3, 2]
+    assert [len(g) for g in lay.s_groups] == [4, 3]
+    with pytest.raises(ValueError, match="needs at least 2 S units, got 1"):
+        ContRandLayout.even(4, 4, 2, 2).rescale((4, 1))
