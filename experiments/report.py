@@ -52,11 +52,21 @@ def _paper_table(figure: dict, results: pd.DataFrame, scale: str = "small") -> l
 
 
 def stale_points(figure: dict, results: pd.DataFrame) -> list[str]:
-    """Points whose settings changed since they ran (their config hash is not the current one)."""
+    """Points whose settings changed since they ran (their config hash is not the current one).
+
+    A figure that draws another figure's runs (``runs_of``) has no hash of its own: its points
+    were made, and hashed, by that figure, so they are stale exactly when they are stale there
+    (judged against that figure's current settings, at each point's scale). Only the points of
+    its own series are its points; the other figure's other series are not drawn here."""
     first = results.groupby("point_id")[["series", "scale", "seed", "config_hash"]].first()
+    if figure.get("runs_of"):
+        first = first[first.series.isin(list(figure["series"]))]
+        maker = {scale: load_figure(figure["runs_of"], scale) for scale in first.scale.unique()}
+    else:
+        maker = dict.fromkeys(first.scale.unique(), figure)
     return sorted(pid for pid, r in first.iterrows()
-                  if r.series not in figure["series"]
-                  or r.config_hash != config_hash(figure, r.scale, int(r.seed), r.series))
+                  if r.series not in maker[r.scale]["series"]
+                  or r.config_hash != config_hash(maker[r.scale], r.scale, int(r.seed), r.series))
 
 
 def results_table(figure: dict, results: pd.DataFrame) -> list[str]:
@@ -130,8 +140,11 @@ def figure_section(figure_id: str, scale: str, results: pd.DataFrame) -> tuple[l
               ""]
     stale = stale_points(figure, results)
     if stale:
-        lines += [f"**{len(stale)} stale point(s)**: the figure's settings changed since they ran "
-                  f"({', '.join(stale)}); `make reproduce-{figure_id.replace('/', '-')}` reruns "
+        maker = figure.get("runs_of") or figure_id
+        whose = (f"the settings of {maker}, whose runs this figure draws," if maker != figure_id
+                 else "the figure's settings")
+        lines += [f"**{len(stale)} stale point(s)**: {whose} changed since they ran "
+                  f"({', '.join(stale)}); `make reproduce-{maker.replace('/', '-')}` reruns "
                   "them.", ""]
     missing = missing_points(figure, results, scale)
     if missing:

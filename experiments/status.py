@@ -15,9 +15,13 @@ START, END = "<!-- figures:start -->", "<!-- figures:end -->"
 
 
 def figure_table(results_root: str = "results") -> str:
+    """One row per figure, then the total local wall time. Each run is counted once: a figure
+    that draws another figure's runs (``runs_of``) shows "runs of X" for its wall time, which
+    is X's, and adds nothing to the total."""
     lines = ["| figure | what | `make` target | results (scale=small) | local wall time "
              "| targets met / checked |",
              "|---|---|---|---|---:|---|"]
+    total, runs = 0.0, 0
     for fid in figure_ids():
         fig = load_figure(fid)
         res = read_results(results_root, results_id(fig))
@@ -26,7 +30,11 @@ def figure_table(results_root: str = "results") -> str:
         else:
             points = res.groupby("point_id")["status"].first().value_counts()
             status = ", ".join(f"{n} {s}" for s, n in points.items())
-            wall = _minutes(res.groupby("point_id")["wall_time_s"].first().sum())
+            if fig.get("runs_of"):
+                wall = f"runs of `{fig['runs_of']}`"
+            else:
+                seconds = res.groupby("point_id")["wall_time_s"].first().sum()
+                wall, total, runs = _minutes(seconds), total + seconds, runs + int(points.sum())
             missing = missing_points(fig, res, "small")
             if missing:
                 status += f", {len(missing)} not run"
@@ -38,6 +46,8 @@ def figure_table(results_root: str = "results") -> str:
         star = " ★" if fig.get("headline") else ""
         lines.append(f"| `{fid}`{star} | {fig['title']} | `make reproduce-{fid.replace('/', '-')}` "
                      f"| {status} | {wall} | {verdict} |")
+    lines.append(f"| **total** | every run once | `make reproduce-all` | {runs} points "
+                 f"| **{_minutes(total)}** ({total / 3600:.1f} h) | |")
     return "\n".join(lines)
 
 
@@ -47,16 +57,19 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def update_readme() -> bool:
+def update_readme() -> tuple[bool, str]:
+    """Rewrite the README's figure table; whether it changed, and its total row."""
     path = ROOT / "README.md"
     text = path.read_text()
+    table = figure_table()
     new = re.sub(f"{re.escape(START)}.*?{re.escape(END)}",
-                 f"{START}\n{figure_table()}\n{END}", text, flags=re.S)
+                 lambda _: f"{START}\n{table}\n{END}", text, flags=re.S)
     path.write_text(new)
-    return new != text
+    return new != text, table.splitlines()[-1]
 
 
 if __name__ == "__main__":
-    changed = update_readme()
+    changed, total = update_readme()
     print("README.md figure table " + ("updated" if changed else "already up to date"))
+    print(total)
     sys.exit(0)

@@ -1,11 +1,17 @@
-"""Evaluate a figure's ``targets:`` on its results: met, not met, by construction, or not
-checkable (and why).
+"""Evaluate a figure's ``targets:`` on its results: met, not met, unstable, by construction,
+or not checkable (and why).
 
 Checks read the tidy result rows only. A check whose series or points have no results is
 "not checkable" with the reason, never "met". A check that cannot fail on this setup is
-"by construction", never "met": either the target says why (``by_construction: <reason>``) or
-the checker finds it (:func:`_cannot_discriminate`: the compared values are identical, or the
+"by construction", never "met": either the target says why (``by_construction: <reason>``, or
+``identity: <reason>`` for a check of the harness's own formula or a count identity) or the
+checker finds it (:func:`_cannot_discriminate`: the compared values are identical, or the
 compared series have identical counts, so their modeled times cannot differ).
+
+Seeds: ``replicates: [{series: its replicate series}, ...]`` names the same comparison on other
+seeds (data and operator); the check runs on each, and its verdict counts only if all agree,
+otherwise it is "unstable" with every value. ``sensitivity: <reason>``: a second reading of a
+claim whose primary reading is another target; it is evaluated and shown, never counted.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ class Verdict:
     id: str
     claim: str
     check: str
-    verdict: str  # met | not met | by construction | not checkable
+    verdict: str  # met | not met | unstable | by construction | not checkable
     measured: str
+    counted: bool = True  # False: a sensitivity reading (shown, not counted as a claim)
 
 
-VERDICTS = ("met", "not met", "by construction", "not checkable")
+VERDICTS = ("met", "not met", "unstable", "by construction", "not checkable")
 # Result units that are counts of the run's work (what a cost model charges), not settings,
 # times or checks: two series with all of them equal at a point did the same work there.
 COUNT_UNITS = {"count", "rows", "tuples", "bytes", "records", "tasks", "stages"}
@@ -293,29 +300,70 @@ def describe(spec: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in spec.items())
 
 
+def _renamed(spec: dict, names: dict[str, str]) -> dict:
+    """The check with its series renamed (a replicate on another seed)."""
+    def rename(v):
+        if isinstance(v, str):
+            return names.get(v, v)
+        if isinstance(v, list):
+            return [rename(x) for x in v]
+        return v
+    keys = ("series", "numerator", "denominator", "order", "a", "b", "among", "ratios")
+    return {k: rename(v) if k in keys else v for k, v in spec.items()}
+
+
+def _one(t: dict, spec: dict, results: pd.DataFrame) -> Verdict:
+    kind = spec.get("type", "not_checkable")
+    try:
+        ok, measured = CHECKS[kind](results, spec)
+        why = t.get("identity") or t.get("by_construction") or \
+            _cannot_discriminate(results, spec)
+        if why:
+            label = "identity" if t.get("identity") else "it cannot fail here"
+            return Verdict(t["id"], t["claim"], describe(spec), "by construction",
+                           f"{measured} (the check {'passes' if ok else 'fails'}; "
+                           f"{label}: {str(why).strip()})")
+        return Verdict(t["id"], t["claim"], describe(spec), "met" if ok else "not met",
+                       measured)
+    except _NoData as exc:
+        return Verdict(t["id"], t["claim"], describe(spec), "not checkable", str(exc))
+
+
+def _replicated(t: dict, spec: dict, results: pd.DataFrame) -> Verdict:
+    """The check on the primary series and on each replicate: agreeing verdicts count, a
+    disagreement is "unstable" with every seed's value."""
+    runs = [_one(t, spec, results)] + [_one(t, _renamed(spec, names), results)
+                                       for names in t["replicates"]]
+    kinds = {v.verdict for v in runs}
+    first = runs[0]
+    values = "; ".join(f"seed {i}: {v.verdict} ({v.measured})" for i, v in enumerate(runs))
+    if kinds <= {"met", "not met"} and len(kinds) == 2:
+        return Verdict(first.id, first.claim, first.check, "unstable", values)
+    if kinds == {first.verdict} and first.verdict in ("met", "not met"):
+        return Verdict(first.id, first.claim, first.check, first.verdict,
+                       f"{first.measured}; all {len(runs)} seeds agree ({values})")
+    # a replicate without results, or one that cannot fail: the primary decides, as shown
+    return Verdict(first.id, first.claim, first.check, first.verdict,
+                   f"{first.measured}; replicates: {values}")
+
+
 def evaluate(targets: list[dict[str, Any]], results: pd.DataFrame) -> list[Verdict]:
     verdicts = []
     for t in targets:
         spec = dict(t.get("check", {}))
         kind = spec.get("type", "not_checkable")
         if kind == "not_checkable":
-            verdicts.append(Verdict(t["id"], t["claim"], "—", "not checkable",
-                                    spec.get("reason", "no check defined")))
-            continue
-        if kind not in CHECKS:
+            v = Verdict(t["id"], t["claim"], "—", "not checkable",
+                        spec.get("reason", "no check defined"))
+        elif kind not in CHECKS:
             raise ValueError(f"target {t['id']}: unknown check type {kind!r}; valid: "
                              f"{', '.join(CHECKS)}, not_checkable")
-        try:
-            ok, measured = CHECKS[kind](results, spec)
-            why = t.get("by_construction") or _cannot_discriminate(results, spec)
-            if why:
-                verdicts.append(Verdict(t["id"], t["claim"], describe(spec), "by construction",
-                                        f"{measured} (the check {'passes' if ok else 'fails'}; "
-                                        f"it cannot fail here: {str(why).strip()})"))
-                continue
-            verdicts.append(Verdict(t["id"], t["claim"], describe(spec),
-                                    "met" if ok else "not met", measured))
-        except _NoData as exc:
-            verdicts.append(Verdict(t["id"], t["claim"], describe(spec), "not checkable",
-                                    str(exc)))
+        elif t.get("replicates"):
+            v = _replicated(t, spec, results)
+        else:
+            v = _one(t, spec, results)
+        if t.get("sensitivity"):
+            v.counted = False
+            v.measured = f"{v.measured} (sensitivity, not counted: {str(t['sensitivity']).strip()})"
+        verdicts.append(v)
     return verdicts

@@ -212,3 +212,33 @@ def test_a_tie_by_construction_with_the_deciding_one_of_a_list_is_flagged():
     assert v.verdict == "by construction" and "a and b have identical t" in v.measured
     real = {**check, "denominator": ["c", "d"]}
     assert evaluate([{"id": "T", "claim": "c", "check": real}], rows)[0].verdict == "met"
+
+
+SEEDS = _results({"a": {0.0: 1.0}, "b": {0.0: 2.0},  # seed 0: a/b = 0.5
+                  "a1": {0.0: 1.5}, "b1": {0.0: 2.0},  # seed 1: 0.75
+                  "a2": {0.0: 2.4}, "b2": {0.0: 2.0}})  # seed 2: 1.2
+RATIO = {"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "max": 1.0}
+
+
+def test_a_target_that_flips_between_seeds_is_unstable_with_every_value():
+    t = {"id": "T", "claim": "c", "check": RATIO,
+         "replicates": [{"a": "a1", "b": "b1"}, {"a": "a2", "b": "b2"}]}
+    v = evaluate([t], SEEDS)[0]
+    assert v.verdict == "unstable"
+    assert "seed 0: met" in v.measured and "seed 2: not met" in v.measured
+    assert "1.2" in v.measured
+
+
+def test_a_target_that_holds_on_every_seed_counts_once():
+    t = {"id": "T", "claim": "c", "check": {**RATIO, "max": 1.5},
+         "replicates": [{"a": "a1", "b": "b1"}, {"a": "a2", "b": "b2"}]}
+    v = evaluate([t], SEEDS)[0]
+    assert v.verdict == "met" and "all 3 seeds agree" in v.measured and v.counted
+
+
+def test_an_identity_is_never_met_and_a_sensitivity_reading_is_not_counted():
+    ident = {"id": "T", "claim": "c", "check": RATIO, "identity": "5:4 messages per tuple"}
+    sens = {"id": "T-literal", "claim": "c", "check": RATIO, "sensitivity": "literal reading"}
+    a, b = evaluate([ident, sens], SEEDS)
+    assert a.verdict == "by construction" and "identity: 5:4" in a.measured
+    assert b.verdict == "met" and not b.counted and "not counted" in b.measured

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import signal
+from functools import partial
 from pathlib import Path
 
+from joins.online.programs.dcape import DCape
 from joins.online.programs.joiner import Joiner
 
 EXECUTOR_CLASS = "CoarseGrainedExecutorBackend"
@@ -64,28 +66,52 @@ def _kill_once(marks: str, what: str) -> None:
     os.kill(jvm, signal.SIGKILL)
 
 
-def killing(base: type, marks: str, when: str) -> type:
-    """``base`` (a worker program class) that kills its executor once: ``when="moving"`` at
-    the first tick end of a worker with state in its outbox (a move in flight), ``"gather"``
-    in the clean-up's gathering step, ``"cleanup"`` in the clean-up itself."""
+class _KillsOnce:
+    """Kills its executor once: ``when="moving"`` at the first tick end of a worker with state
+    in its outbox (a move in flight at a rate), ``"receive"`` when a worker takes moved state
+    in (a boundary move's second half), ``"gather"`` in the clean-up's gathering step,
+    ``"cleanup"`` in the clean-up itself. Module-level classes: Spark pickles the program by
+    reference."""
 
-    class Killing(base):
-        def end_tick(self, ws, ctx, c):
-            over = super().end_tick(ws, ctx, c)
-            if when == "moving" and any(sum(v) for v in self.outbox_sizes(ws).values()):
-                _kill_once(marks, f"moving tick={ctx.batch}")
-            return over
+    marks: str = ""
+    when: str = ""
 
-        def cleanup_pieces(self, ws, layout, ctx):
-            out = super().cleanup_pieces(ws, layout, ctx)
-            if when == "gather":
-                _kill_once(marks, "gather")
-            return out
+    def end_tick(self, ws, ctx, c):
+        over = super().end_tick(ws, ctx, c)
+        if self.when == "moving" and any(sum(v) for v in self.outbox_sizes(ws).values()):
+            _kill_once(self.marks, f"moving tick={ctx.batch}")
+        return over
 
-        def cleanup(self, ws, pieces, ctx, c, out):
-            super().cleanup(ws, pieces, ctx, c, out)
-            if when == "cleanup":
-                _kill_once(marks, "cleanup")
+    def receive(self, ws, piece, ctx, c, out):
+        got = super().receive(ws, piece, ctx, c, out)
+        if self.when == "receive":
+            _kill_once(self.marks, f"receive tick={ctx.batch}")
+        return got
 
-    Killing.__name__ = f"Killing{base.__name__}"
-    return Killing
+    def cleanup_pieces(self, ws, layout, ctx):
+        out = super().cleanup_pieces(ws, layout, ctx)
+        if self.when == "gather":
+            _kill_once(self.marks, "gather")
+        return out
+
+    def cleanup(self, ws, pieces, ctx, c, out):
+        super().cleanup(ws, pieces, ctx, c, out)
+        if self.when == "cleanup":
+            _kill_once(self.marks, "cleanup")
+
+
+class KillingMoveJoiner(_KillsOnce, Joiner):
+    def __init__(self, marks: str, when: str) -> None:
+        self.marks, self.when = str(marks), when
+
+
+class KillingDCape(_KillsOnce, DCape):
+    def __init__(self, marks: str, when: str, **params) -> None:
+        super().__init__(**params)
+        self.marks, self.when = str(marks), when
+
+
+def killing(name: str, marks: str, when: str):
+    """The factory of program ``name`` (joiner or dcape) that kills its executor once."""
+    cls = {"joiner": KillingMoveJoiner, "dcape": KillingDCape}[name]
+    return partial(cls, marks, when)
