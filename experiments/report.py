@@ -1,5 +1,6 @@
 """Write REPORT.md: per figure the chart, the paper-vs-reproduced table and each target's
-verdict (met / not met / by construction / not checkable), from results/ only. ``make report``.
+verdict (met / not met / unstable / by construction / not checkable), from results/ only;
+first, per paper, its claims and their verdicts. ``make report``.
 
 The charts are redrawn first, by ``python -m figures.plot`` in a child process
 (:func:`experiments.figures.draw_charts`): ``figures`` reads experiments' registry and
@@ -157,9 +158,10 @@ def figure_section(figure_id: str, scale: str, results: pd.DataFrame) -> tuple[l
     lines += ["**Targets**", "", "| id | paper's claim | check | reproduced | verdict |",
               "|---|---|---|---|---|"]
     for v in evaluate(figure.get("targets", []), results):
-        tally[v.verdict] += 1
+        tally[v.verdict if v.counted else "sensitivity"] += 1
+        shown = v.verdict if v.counted else f"{v.verdict} (sensitivity)"
         lines.append(f"| {v.id} | {_cell(v.claim)} | {_cell(v.check)} | {_cell(v.measured)} | "
-                     f"**{v.verdict}** |")
+                     f"**{shown}** |")
     lines.append("")
     lines += _findings(figure)
     return lines, tally
@@ -172,6 +174,21 @@ def _findings(figure: dict) -> list[str]:
         return []
     return ["**Findings** (measured at scale=small; why a verdict is what it is)", "",
             *[f"- **{tid}**: {_cell(text).strip()}" for tid, text in found], ""]
+
+
+def paper_table(papers: dict[str, Counter]) -> list[str]:
+    """The first table: per paper, its counted claims and their verdicts."""
+    cols = ("met", "not met", "unstable", "by construction", "not checkable")
+    out = ["| paper | claims | " + " | ".join(cols) + " | sensitivity (not counted) |",
+           "|---|" + "---|" * (len(cols) + 2)]
+    total: Counter = Counter()
+    for paper, t in sorted(papers.items()):
+        total.update(t)
+        out.append(f"| {paper} | {sum(t[c] for c in cols)} | " +
+                   " | ".join(str(t[c]) for c in cols) + f" | {t['sensitivity']} |")
+    out.append(f"| **all** | **{sum(total[c] for c in cols)}** | " +
+               " | ".join(f"**{total[c]}**" for c in cols) + f" | {total['sensitivity']} |")
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -187,12 +204,14 @@ def main(argv: list[str]) -> int:
         print("error: redrawing the charts failed (python -m figures.plot); REPORT.md not written",
               file=sys.stderr)
         return 1
+    papers: dict[str, Counter] = {}
     for fid in figure_ids():
         lines, tally = figure_section(fid, scale, results[fid])
         body += lines
-        summary.append(f"| {fid} | {tally['met']} | {tally['not met']} | "
-                       f"{tally['by construction']} | {tally['not checkable']} |"
-                       f" {'no results' if tally['no results'] else ''} |")
+        papers.setdefault(fid.split("/")[0], Counter()).update(tally)
+        summary.append(f"| {fid} | {tally['met']} | {tally['not met']} | {tally['unstable']} | "
+                       f"{tally['by construction']} | {tally['not checkable']} | "
+                       f"{tally['sensitivity']} | {'no results' if tally['no results'] else ''} |")
     header = [
         "# Reproduction report", "",
         f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `make report` (scale={scale}) from "
@@ -200,10 +219,15 @@ def main(argv: list[str]) -> int:
         "of exact counts, scheduled on the modeled executors) or *local wall time* (this "
         "machine); local wall time is never a cluster's time.", "",
         "A target is *by construction* when its check cannot fail on this setup (the target "
-        "says why, or the compared modeled times or counts are identical); it is never counted "
-        "as met.", "",
-        "| figure | targets met | not met | by construction | not checkable | note |",
-        "|---|---|---|---|---|---|",
+        "says why, it checks an identity of our own formulas or counts, or the compared "
+        "modeled times or counts are identical); it is never counted as met. A target checked "
+        "on several seeds is *unstable* when they disagree (every value is shown). A "
+        "*sensitivity* reading of a claim (another reading than the primary one) is shown "
+        "and not counted.", "",
+        *paper_table(papers), "",
+        "| figure | met | not met | unstable | by construction | not checkable | sensitivity "
+        "(not counted) | note |",
+        "|---|---|---|---|---|---|---|---|",
         *summary, "",
     ]
     tmp = out.with_suffix(".tmp")

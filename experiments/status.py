@@ -38,11 +38,12 @@ def figure_table(results_root: str = "results") -> str:
             missing = missing_points(fig, res, "small")
             if missing:
                 status += f", {len(missing)} not run"
-            verdicts = [v.verdict for v in evaluate(fig.get("targets", []), res)]
-            checked = [v for v in verdicts if v in ("met", "not met")]
+            verdicts = [v.verdict for v in evaluate(fig.get("targets", []), res) if v.counted]
+            checked = [v for v in verdicts if v in ("met", "not met", "unstable")]
             verdict = f"{verdicts.count('met')} / {len(checked)} (of {len(verdicts)})"
-            if "by construction" in verdicts:
-                verdict += f", {verdicts.count('by construction')} by construction"
+            for kind in ("unstable", "by construction"):
+                if kind in verdicts:
+                    verdict += f", {verdicts.count(kind)} {kind}"
         star = " ★" if fig.get("headline") else ""
         lines.append(f"| `{fid}`{star} | {fig['title']} | `make reproduce-{fid.replace('/', '-')}` "
                      f"| {status} | {wall} | {verdict} |")
