@@ -54,7 +54,9 @@ class DCapeManager(Static):
         now = float(metrics["t1"].max())
         if now - self.last < self.min_span:
             return None
-        m = metrics.groupby("worker").last()
+        # each worker's last tick (a worker's rows come in tick order); what groupby().last()
+        # gives, without aggregating every column (a tenth of a step's time)
+        m = metrics.drop_duplicates("worker", keep="last").set_index("worker")
         workers = [int(w) for w in self.layout.workers if int(w) in m.index]
         if len(workers) < 2:
             return None

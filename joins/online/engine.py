@@ -33,6 +33,7 @@ or state lost with an executor since the last local checkpoint) stops the run wi
 from __future__ import annotations
 
 import contextlib
+import pickle
 import re
 import time
 from dataclasses import dataclass, field
@@ -56,6 +57,10 @@ from joins.online.worker import (
     step,
 )
 
+# a step's chunks up to this size (pickled, all partitions) go inside its tasks, not as
+# broadcasts (transport="broadcast"); larger ones are broadcast, each partition reading its own
+INLINE_CHUNK_BYTES = 256 * 1024
+
 
 def _pid_of(k: int) -> int:
     """The partitioner of every engine RDD (one function object: equal JVM partitioners)."""
@@ -73,6 +78,11 @@ def _run_partition(report, pid, records):
 def _run_partition_bc(report, chunks, pid, records):
     """Like :func:`_run_partition`, the chunk read from this partition's broadcast."""
     yield pid, step(pid, _chain(records, (pid, chunks[pid].value)), report)
+
+
+def _run_partition_inline(report, blobs, pid, records):
+    """Like :func:`_run_partition_bc`, the chunk carried (pickled) in the task itself."""
+    yield pid, step(pid, _chain(records, (pid, pickle.loads(blobs[pid]))), report)
 
 
 def _chain(records, extra):
@@ -278,6 +288,8 @@ class Engine:
         self.ckpt_dir = checkpoint_dir  # reliable checkpoints on this shared folder (else local)
         self.checkpoints: list[tuple[int, str]] = []
         self.ticks = Ticks(stream, tick)
+        self._aligned = False  # the first union of state and moved tuples was checked
+        self._jlevel = None  # the persisted state's Java storage level, made once
     def _spark_step(self, prev, chunks, prev_sent: bool, acc):
         if self.transport == "broadcast":
             return self._spark_step_bc(prev, chunks, prev_sent, acc)
@@ -303,8 +315,16 @@ class Engine:
         src = prev
         if prev_sent:
             src = prev.union(prev.flatMap(_outgoing).partitionBy(self.P, _pid_of))
-        if src.getNumPartitions() != self.P:
-            raise RuntimeError("state and migrated tuples are not co-partitioned")
+        if prev_sent and not self._aligned:  # checked once: the partitioner is the same
+            if src.getNumPartitions() != self.P:
+                raise RuntimeError("state and migrated tuples are not co-partitioned")
+            self._aligned = True
+        blobs = [pickle.dumps(c, protocol=pickle.HIGHEST_PROTOCOL) for c in chunks]
+        if sum(len(b) for b in blobs) <= INLINE_CHUNK_BYTES:
+            # small chunks travel in the task itself: P broadcasts (a file and JVM calls each,
+            # then their clean-up) cost more than these bytes in every task
+            return src.mapPartitionsWithIndex(partial(_run_partition_inline, acc, blobs),
+                                              preservesPartitioning=True)
         bcs = [sc.broadcast(c) for c in chunks]
         self._broadcasts.extend(bcs)
         return src.mapPartitionsWithIndex(partial(_run_partition_bc, acc, bcs),
@@ -329,6 +349,17 @@ class Engine:
 
     fail_local = None  # tests: called after each local partition step (fault injection)
 
+    def _persist(self, rdd) -> None:
+        """``rdd.persist(MEMORY_AND_DISK)`` with the Java storage level made once per run (it
+        costs JVM calls at every step otherwise)."""
+        from pyspark import StorageLevel
+
+        if self._jlevel is None:
+            self._jlevel = self.spark.sparkContext._getJavaStorageLevel(
+                StorageLevel.MEMORY_AND_DISK)
+        rdd.is_cached = True
+        rdd._jrdd.persist(self._jlevel)
+
     def _drop_checkpoint(self, path: str) -> None:
         remove_checkpoint(self.spark, path)
 
@@ -351,7 +382,6 @@ class Engine:
         return group, group[-1].b
 
     def run(self) -> EngineResult:
-        from pyspark import StorageLevel
 
         st, pol, P = self.stream, self.policy, self.P
         if self.backend == "spark":
@@ -530,7 +560,7 @@ class Engine:
                 new = None
             else:
                 new = self._spark_step(prev, chunks, prev_sent, acc)
-                new.persist(StorageLevel.MEMORY_AND_DISK)
+                self._persist(new)
             ckpt = new is not None and self.ckpt_every > 0 and \
                 b % self.ckpt_every == self.ckpt_every - 1
             if ckpt:
