@@ -40,3 +40,19 @@ def test_nothing_is_printed_for_a_short_run():
     with StageProgress(_spark(_Tracker()), every_s=0.01, after_s=0, out=out):
         time.sleep(0.1)
     assert "stage(s) done" in out.getvalue()
+
+
+def test_reproduce_prints_the_time_left_at_the_pace_so_far():
+    from experiments.reproduce import overall
+
+    # half of the published point time done in twice the time: the rest takes twice as long
+    line = overall(2, 4, elapsed=1200.0, done_expected=600.0, all_expected=1200.0)
+    assert line == ("== overall: 2/4 figures, about 0h20m left (0h20m so far; 0h20m of "
+                    "published point time in all)")
+    assert overall(1, 4, 10.0, 0.0, float("nan")) is None  # nothing published (scale=tiny)
+
+
+def test_a_figure_drawing_anothers_runs_costs_no_time():
+    from experiments.reproduce import expected_seconds
+
+    assert expected_seconds("diner/table3", "small", force=True) == 0.0
