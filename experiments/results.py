@@ -124,3 +124,39 @@ def read_results(root: str | Path, figure: str) -> pd.DataFrame:
     if not files:
         return tidy_frame([]).iloc[0:0]
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+
+
+# Units of a time (modeled or local wall) or of a rate over one: what may change when the
+# code gets faster. Every other metric is a count, or derived from counts, and must not.
+_TIME_UNIT = re.compile(r"modeled ms|modeled s\b|^s$|^s \(|local wall|ms \(modeled\)|tuples/s|"
+                        r"tuples per modeled s|^KB/s|s of event time$|with / without")
+
+
+def is_time_unit(unit: object) -> bool:
+    return bool(_TIME_UNIT.search(str(unit or "")))
+
+
+def compare_counts(old: pd.DataFrame, new: pd.DataFrame, rtol: float = 1e-9
+                   ) -> tuple[int, list[str]]:
+    """Rows of one point compared metric by metric, times left out (:func:`is_time_unit`):
+    how many rows were compared and a line per row that differs in value (beyond ``rtol``,
+    the rounding of a sum taken in another order) or status, or is missing in ``new``."""
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        f = frame.assign(t=frame["t"].astype("float64").fillna(-1.0))
+        f["n"] = f.groupby(["series", "x", "metric", "t"]).cumcount()
+        return f.set_index(["series", "x", "metric", "t", "n"])
+
+    a, b = keyed(old), keyed(new)
+    a = a[~a["unit"].map(is_time_unit)]
+    b = b.reindex(a.index)
+    differ = []
+    for idx, va, vb, sa, sb in zip(a.index, a["value"], b["value"], a["status"], b["status"],
+                                   strict=True):
+        same = (pd.isna(va) and pd.isna(vb)) or (
+            pd.notna(va) and pd.notna(vb) and abs(va - vb) <= rtol * max(abs(va), abs(vb)))
+        if not same or str(sa) != str(sb):
+            series, x, metric, t, _ = idx
+            at = "" if t == -1.0 else f" t={t:g}"
+            differ.append(f"{series} x={x:g} {metric}{at}: {va} -> {vb}"
+                          + (f" (status {sa} -> {sb})" if str(sa) != str(sb) else ""))
+    return len(a), differ

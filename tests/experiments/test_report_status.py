@@ -85,3 +85,20 @@ def test_readme_table_counts_each_run_once(figures, tmp_path, monkeypatch):
     assert cells("`diner/table3`")[-2] == "–"  # no results
     total = cells("**total**")
     assert total[3] == f"{n} points" and total[4].startswith(f"**{minutes}**")
+
+
+def test_compare_counts_leaves_times_out_and_finds_a_changed_count():
+    import pandas as pd
+
+    from experiments.results import compare_counts
+
+    def point(outputs: float, seconds: float, status: str = "ok") -> pd.DataFrame:
+        return pd.DataFrame({"series": "a", "x": 1.0, "metric": ["outputs", "modeled_time",
+                                                                   "wall"],
+                             "value": [outputs, seconds, seconds], "t": None,
+                             "unit": ["rows", "modeled s", "local wall s"], "status": status})
+
+    assert compare_counts(point(10, 1.0), point(10, 2.0)) == (1, [])
+    rows, differ = compare_counts(point(10, 1.0), point(11, 1.0))
+    assert rows == 1 and differ == ["a x=1 outputs: 10.0 -> 11.0"]
+    assert compare_counts(point(10, 1.0), point(10, 1.0, "oom"))[1]
