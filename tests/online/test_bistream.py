@@ -91,8 +91,9 @@ def test_bad_contrand_settings_are_refused():
         _run(r, s, joiners=8, contrand=3)
     with pytest.raises(ValueError, match="square number"):
         _run(r, s, operator="join_matrix", joiners=8)
-    with pytest.raises(ValueError, match="resizes by subgroup"):
-        _run(r, s, joiners=8, contrand=2, rescale=[(5, (2, 2))])
+    # a rescale by side spreads the units over the subgroups: at least one per subgroup
+    with pytest.raises(ValueError, match="with 2 R subgroups needs at least 2 R units"):
+        _run(r, s, joiners=8, contrand=2, rescale=[(5, (1, 2))])
 
 
 def _timed(rng, n: int, domain: int, col: str, rate: float = 1.0) -> pd.DataFrame:
