@@ -7,7 +7,7 @@ runs it (``python -m experiments.run``, one Spark application, ``force=true``) i
 ``scratch/bench/reproduce/``, never into ``results/``. For each it prints the published
 (committed) point's ``wall_time_s``, the new one, their ratio (the family's speed-up), and whether every
 metric that is not a time is identical to the published one (row by row; a time is a metric
-whose unit is one, :func:`experiments.results.is_time_unit`). Writes
+whose unit or name says so, :func:`experiments.results.is_time`). Writes
 ``scratch/bench/reproduce.json``. Local wall times of this machine, alternating nothing: on a
 shared machine, read the ratios with the load beside them (``uptime`` is recorded).
 """

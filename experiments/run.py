@@ -28,6 +28,7 @@ from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_va
 from experiments.figures import figure_ids, load_figure, runs_of_mismatch
 from experiments.kinds import (
     ALGORITHM_KINDS,
+    X_MAJOR_KINDS,
     PointContext,
     PointOutcome,
     WallClockTimeout,
@@ -173,6 +174,12 @@ def _sweep_values(override: Override) -> list[str]:
 def sweep_overrides(argv: list[str]) -> tuple[list[str], int]:
     """Add the figure's series and x values for the dimensions the user did not pin, check the
     sweep before any point runs, and count its points."""
+    added, total, _ = sweep_plan(argv)
+    return added, total
+
+
+def sweep_plan(argv: list[str]) -> tuple[list[str], int, str]:
+    """:func:`sweep_overrides` and the figure's kind."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     overrides = [a for a in argv if not a.startswith("-")]
@@ -204,7 +211,16 @@ def sweep_overrides(argv: list[str]) -> tuple[list[str], int]:
     for key, override in given.items():  # every other swept dimension (point.x, seed, ...)
         if key != "point.series":
             total *= len(_sweep_values(override))
-    return added, total
+    return added, total, figure["kind"]
+
+
+def x_major(args: list[str]) -> list[str]:
+    """The x override moved before the series override: Hydra sweeps the product in the order
+    of the overrides, so each x's series then run one after another and share its inputs."""
+    xs = [a for a in args if a.startswith("point.x=")]
+    rest = [a for a in args if not a.startswith("point.x=")]
+    at = next((i for i, a in enumerate(rest) if a.startswith("point.series=")), len(rest))
+    return [*rest[:at], *xs, *rest[at:]]
 
 
 def redirect_runs_of(argv: list[str]) -> list[str]:
@@ -270,14 +286,15 @@ def main(argv: list[str] | None = None) -> None:
         return
     try:
         argv = redirect_runs_of(argv)
-        added, total = sweep_overrides(argv)
+        added, total, kind = sweep_plan(argv)
     except Exception as exc:  # bad figure/scale/spark name or malformed override
         print(f"error: {_first_line(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
     if not any(a in ("-m", "--multirun") for a in argv):
         argv = ["--multirun", *argv]
     os.environ[_TOTAL_ENV] = str(total)
-    sys.argv = [sys.argv[0], *argv, *added]
+    args = [*argv, *added]
+    sys.argv = [sys.argv[0], *(x_major(args) if kind in X_MAJOR_KINDS else args)]
     code = 0
     try:
         _task()

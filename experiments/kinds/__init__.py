@@ -35,6 +35,10 @@ ALGORITHM_KINDS: dict[str, str] = {
     "bistream_join": "online",
 }
 
+# Kinds whose points at one x share work (batch_join: the distributed inputs,
+# experiments.kinds.batch_inputs): their sweeps run x by x, every series of an x in a row.
+X_MAJOR_KINDS: frozenset[str] = frozenset({"batch_join"})
+
 
 def series_algorithm(figure: dict, series: str) -> str:
     """The registered algorithm a series runs: its ``algorithm`` key, else the series name."""

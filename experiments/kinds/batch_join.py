@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame
 
 from experiments.figure_spec import resolve_scaled, scaled_rule
 from experiments.kinds import PointContext, PointOutcome, series_algorithm, wall_clock_guard
+from experiments.kinds.batch_inputs import distributed_inputs, release_cached
 from joins.api import BatchContext, BudgetExceeded, JoinSpec, consume_output
 from joins.batch.sql_conf import sql_conf
 from joins.oracle import oracle_count
@@ -98,26 +97,6 @@ def inputs(pc: PointContext) -> tuple[str, dict[str, Any]]:
     return wl["generator"], {**wl["params"], "seed": wl["params"].get("seed", pc.seed)}
 
 
-def distributed(df: DataFrame, partitions: int) -> DataFrame:
-    """The input spread over the modeled cluster before the clock starts, as on the paper's DFS.
-
-    A local Parquet folder is read in as few splits as this machine has cores, so a scan task
-    would hold half the relation and its cost would bound the modeled time on E executors.
-    The input is cached in ``partitions`` round-robin partitions (deterministic order) by a
-    job that runs before metrics capture; every algorithm then reads the same partitions.
-    """
-    df = df.repartition(partitions).persist(StorageLevel.MEMORY_AND_DISK)
-    df.count()
-    return df
-
-
-def release_cached(spark) -> None:
-    """Free what an algorithm persisted for its lazy output, so points do not pile up state."""
-    spark.catalog.clearCache()
-    for rdd in spark.sparkContext._jsc.getPersistentRDDs().values():
-        rdd.unpersist(False)
-
-
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
 
@@ -136,9 +115,9 @@ def run_point(pc: PointContext) -> PointOutcome:
         raise ValueError(f"{algo.name} cannot do {spec.how} joins (it does {algo.join_types})")
     executors = int(run["executors"])
     partitions = int(run.get("partitions") or executors * int(run.get("partitions_per_executor", 3)))
-    left = distributed(spark.read.parquet(str(folder / f"{left_t}.parquet")), partitions)
-    right = left if spec.self_join else distributed(
-        spark.read.parquet(str(folder / f"{right_t}.parquet")), partitions)
+    tables = [left_t] if spec.self_join else [left_t, right_t]
+    read = distributed_inputs(spark, [str(folder / f"{t}.parquet") for t in tables], partitions)
+    left, right = read[0], read[-1]
     rules = pc.figure.get("rules", {})
     sizes = pc.figure["workload"]["sizes"]
     budget = scaled_rule(rules, "memory_budget_bytes", pc.scale, sizes)

@@ -4,9 +4,10 @@ Records travel inside the joined index as structs (one struct per input row), so
 record lists are ``array<struct>`` columns and the output is assembled by expanding the two
 structs into the ``l_*``/``r_*`` convention of :mod:`joins.api`.
 
-Every DataFrame these algorithms persist goes through :func:`persist`, so a caller can free the
-cached iterations with :func:`release_all` once the output's action has run (the join output
-is lazy and reads those caches, so they cannot be dropped inside ``run``).
+Every DataFrame these algorithms (and the DER/DDR baselines) persist goes through
+:func:`persist`, so a caller can free the cached iterations with :func:`release_all` once the
+output's action has run (the join output is lazy and reads those caches, so they cannot be
+dropped inside ``run``) and keep what it cached itself (the runner's distributed inputs).
 """
 
 from __future__ import annotations

@@ -29,12 +29,12 @@ import time
 from functools import reduce
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec
 from joins.batch import small_large as sl
+from joins.batch.amjoin_common import persist
 from joins.batch.sql_conf import sql_conf
 
 _COPIES, _MULT, _REP = "_ddr_copies", "_ddr_mult", "_ddr_rep"
@@ -73,7 +73,7 @@ def _detect(ctx: BatchContext, small: DataFrame, large_n: DataFrame, key: str,
                   [per_record[c].eqNullSafe(mult[c]) for c in cols])
     judged = (per_record.join(F.broadcast(mult), same, "inner")
               .select(*[per_record[c] for c in cols], _COPIES, _MULT))
-    judged = judged.persist(StorageLevel.MEMORY_AND_DISK)
+    judged = persist(judged)
     unjoinable = F.col(_COPIES) == F.col(_MULT) * n
     totals = judged.agg(
         F.sum(_COPIES).alias("items"),

@@ -31,12 +31,12 @@ from __future__ import annotations
 import time
 
 import pyarrow as pa
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec, uncounted
 from joins.batch import small_large as sl
+from joins.batch.amjoin_common import persist
 from joins.batch.sql_conf import sql_conf
 
 _SID = "_der_sid"
@@ -49,7 +49,7 @@ def assign_ids(small: DataFrame) -> tuple[DataFrame, int, float]:
     """
     start = time.perf_counter()
     with_ids = small.withColumn(_SID, F.monotonically_increasing_id())
-    with_ids = with_ids.persist(StorageLevel.MEMORY_AND_DISK)
+    with_ids = persist(with_ids)
     with uncounted(small.sparkSession, "DER record ids"):
         rows = with_ids.count()
     return with_ids, rows, time.perf_counter() - start
@@ -79,7 +79,7 @@ def _detect(ctx: BatchContext, small_ids: DataFrame, large_n: DataFrame, key: st
     ids_bc = sc.broadcast(collected.column(_SID).to_numpy())
     shipped = large_n.select(key).mapInArrow(_unjoined_ids(index_bc, ids_bc, key), f"{_SID} long")
     per_id = shipped.groupBy(_SID).agg(F.count(F.lit(1)).alias("copies"))
-    per_id = per_id.persist(StorageLevel.MEMORY_AND_DISK)
+    per_id = persist(per_id)
     totals = per_id.agg(
         F.sum("copies").alias("items"),
         F.sum(F.when(F.col("copies") == n, 1).otherwise(0)).alias("unjoinable"),
