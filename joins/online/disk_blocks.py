@@ -33,9 +33,14 @@ class BlockDisk:
         self.starts: list[int] = []  # the block's first row in the file
         self.rows = 0  # tuples in the file (the next block's start)
         self._reader = None  # an open read handle (not carried when the state is pickled)
+        self._writer = None  # an open append handle (likewise)
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_reader": None}
+        self._flush()
+        return {**self.__dict__, "_reader": None, "_writer": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({"_writer": None, **state})  # states pickled without a writer
 
     def __len__(self) -> int:
         return len(self.sizes)
@@ -61,8 +66,9 @@ class BlockDisk:
         rows["key"], rows["tid"] = key[order], tid[order]
         rows["ats"], rows["dts"] = ats[order], dts[order]
         rows["last"] = -1 if last is None else last[order]
-        with open(self.path, "ab") as f:
-            rows.tofile(f)
+        if self._writer is None:
+            self._writer = open(self.path, "ab")  # noqa: SIM115 (kept open, flushed by reads)
+        self._writer.write(memoryview(rows).cast("B"))
         if self._reader is not None:
             self._reader.close()  # reopened at the next read: the file grew
             self._reader = None
@@ -70,6 +76,11 @@ class BlockDisk:
         self.sizes.append(len(rows))
         self.rows += len(rows)
         return len(self.sizes)
+
+    def _flush(self) -> None:
+        """The blocks appended so far into the file (before a read, and the state's pickling)."""
+        if self._writer is not None:
+            self._writer.flush()
 
     def read(self, first: int, count: int = 1) -> np.ndarray:
         """Blocks ``first`` .. ``first + count - 1`` (ids from 1), concatenated, key-sorted."""
@@ -83,6 +94,7 @@ class BlockDisk:
         out = np.empty(sum(self.sizes[i - 1] for i in ids), dtype=self.dtype)
         if not len(out):
             return out
+        self._flush()
         if self._reader is None:
             self._reader = open(self.path, "rb")  # noqa: SIM115 (kept open between reads)
         view, pos, width = memoryview(out).cast("B"), 0, self.dtype.itemsize

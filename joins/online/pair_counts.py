@@ -30,6 +30,36 @@ def pairs_not_met(ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray, kb: np.n
     return pairs_not_produced(ka, ats_a, dts_a, none_a, kb, ats_b, dts_b, none_b)
 
 
+class NotMet:
+    """:func:`pairs_not_met` of many ``a`` sides against one fixed ``b`` side (DINER's outer
+    batch, joined with one inner block after another): b's keys and its (key, DTS) and
+    (key, ATS) orders are sorted once; each count is a few binary searches of a's tuples."""
+
+    def __init__(self, kb: np.ndarray, ats_b: np.ndarray, dts_b: np.ndarray) -> None:
+        keys, rb, per_key = np.unique(kb, return_inverse=True, return_counts=True)
+        self.n_keys = len(keys)
+        self.keys = np.append(keys, np.nan)  # a key b lacks gets rank n_keys (no tuple)
+        self.per_key = np.append(per_key, 0).astype(np.int64)
+        self.top = int(max(ats_b.max(), dts_b.max())) if len(kb) else 0  # b's latest time
+        self.bound = self.top + 2
+        rb = rb.astype(np.int64).reshape(-1) * self.bound
+        self.by_dts, self.by_ats = np.sort(rb + dts_b), np.sort(rb + ats_b)
+
+    def each(self, ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray) -> np.ndarray:
+        """Per a (times >= 0): the b of its key that left before it arrived, plus those that
+        arrived after it left (the b of smaller keys, counted in both searches, cancel)."""
+        ra = self.keys[:-1].searchsorted(ka)
+        ra = np.where(self.keys[ra] == ka, ra, self.n_keys)
+        base = ra * self.bound  # b's times are at most top: a's are clipped to it
+        return (self.by_dts.searchsorted(base + np.minimum(ats_a - 1, self.top), "right") -
+                self.by_ats.searchsorted(base + np.minimum(dts_a, self.top), "right") +
+                self.per_key[ra])
+
+    def count(self, ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray) -> int:
+        """``pairs_not_met(ka, ats_a, dts_a, kb, ats_b, dts_b)``."""
+        return int(self.each(ka, ats_a, dts_a).sum()) if len(ka) and self.n_keys else 0
+
+
 def pairs_not_produced(ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray, last_a: np.ndarray,
                        kb: np.ndarray, ats_b: np.ndarray, dts_b: np.ndarray,
                        last_b: np.ndarray) -> int:
@@ -42,6 +72,14 @@ def pairs_not_produced(ka: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray, las
     if not len(ka) or not len(kb):
         return 0
     ra, rb = _ranks(ka, kb)
+    return pairs_not_produced_ranked(ra, ats_a, dts_a, last_a, rb, ats_b, dts_b, last_b)
+
+
+def pairs_not_produced_ranked(ra: np.ndarray, ats_a: np.ndarray, dts_a: np.ndarray,
+                              last_a: np.ndarray, rb: np.ndarray, ats_b: np.ndarray,
+                              dts_b: np.ndarray, last_b: np.ndarray) -> int:
+    """:func:`pairs_not_produced` of keys given as integer ranks >= 0 (equal keys, equal
+    ranks; both sides non-empty)."""
     bound = int(max(ats_a.max(), dts_a.max(), ats_b.max(), dts_b.max())) + 2
     by_dts_b = np.sort(rb * bound + dts_b)
     by_dts_a = np.sort(ra * bound + dts_a)

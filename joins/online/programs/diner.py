@@ -48,8 +48,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from joins.online.disk_blocks import BlockDisk
 from joins.online.kernel import EMPTY_I, expand
-from joins.online.pair_counts import pairs_not_met
+from joins.online.pair_counts import NotMet
 from joins.online.programs.single_site import BlockNestedLoop, SingleSiteState, pairs_of
 
 UP, LW, MD = 0, 1, 2
@@ -78,36 +79,71 @@ def clock_sweep(bit: np.ndarray, visit: np.ndarray, need: int) -> tuple[np.ndarr
 
 
 class Memory:
-    """One relation's in-memory tuples, sorted on the key (ties in arrival order)."""
+    """One relation's in-memory tuples, sorted on the key (ties in arrival order): columns
+    with room to grow, of which ``key``, ``tid``, ``ats`` and ``bit`` are views of the first
+    ``n`` rows (an insert moves the rows after it in place, with no copy of the rest; a view
+    changes with the memory, so keep a copy of what must stay)."""
 
     def __init__(self) -> None:
-        self.key = np.zeros(0)
-        self.tid = EMPTY_I
-        self.ats = EMPTY_I
-        self.bit = np.zeros(0, bool)
+        self.n = 0
+        self._cols = (np.zeros(16), np.zeros(16, np.int64), np.zeros(16, np.int64),
+                      np.zeros(16, bool))
 
     def __len__(self) -> int:
-        return len(self.key)
+        return self.n
+
+    @property
+    def key(self) -> np.ndarray:
+        return self._cols[0][:self.n]
+
+    @property
+    def tid(self) -> np.ndarray:
+        return self._cols[1][:self.n]
+
+    @property
+    def ats(self) -> np.ndarray:
+        return self._cols[2][:self.n]
+
+    @property
+    def bit(self) -> np.ndarray:
+        return self._cols[3][:self.n]
 
     def insert(self, key: float, tid: int, ats: int, bit: bool) -> None:
-        i = int(np.searchsorted(self.key, key, "right"))
-        self.key = np.insert(self.key, i, key)
-        self.tid = np.insert(self.tid, i, tid)
-        self.ats = np.insert(self.ats, i, ats)
-        self.bit = np.insert(self.bit, i, bit)
+        n = self.n
+        if n == len(self._cols[0]):  # full: twice the room
+            self._cols = tuple(np.concatenate([col, np.zeros_like(col)]) for col in self._cols)
+        cols = self._cols
+        i = int(cols[0][:n].searchsorted(key, "right"))
+        for col, value in zip(cols, (key, tid, ats, bit), strict=True):
+            if i < n:
+                col[i + 1:n + 1] = col[i:n]
+            col[i] = value
+        self.n = n + 1
 
     def take(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Remove the tuples at ``idx``; returns their key, tid, ats."""
         out = self.key[idx], self.tid[idx], self.ats[idx]
-        keep = np.ones(len(self.key), bool)
+        keep = np.ones(self.n, bool)
         keep[idx] = False
-        self.key, self.tid, self.ats, self.bit = (self.key[keep], self.tid[keep],
-                                                  self.ats[keep], self.bit[keep])
+        left = int(keep.sum())
+        for col in self._cols:
+            col[:left] = col[:self.n][keep]
+        self.n = left
         return out
 
     def matches(self, key: float, width: float) -> tuple[int, int]:
-        return (int(np.searchsorted(self.key, key - width, "left")),
-                int(np.searchsorted(self.key, key + width, "right")))
+        k = self._cols[0][:self.n]
+        return int(k.searchsorted(key - width, "left")), int(k.searchsorted(key + width, "right"))
+
+
+class BatchIndex:
+    """An outer batch's pair-count index (:class:`~joins.online.pair_counts.NotMet`) and its
+    counts against inner blocks ``first``, ``first + 1``, ..."""
+
+    def __init__(self, outer: np.ndarray) -> None:
+        self.outer = outer
+        self.not_met = NotMet(outer["key"], outer["ats"], outer["dts"])
+        self.first, self.counts = 0, EMPTY_I
 
 
 @dataclass
@@ -121,6 +157,7 @@ class Reactive:
     curr_inner: int = 1
     outer_mem: int = 0
     loaded: np.ndarray | None = None  # the outer batch in memory (rows of the disk blocks)
+    index: BatchIndex | None = None  # the loaded batch's pair counts
 
 
 @dataclass
@@ -138,12 +175,16 @@ class Diner(BlockNestedLoop):
     name = "diner"
     state = DinerState
     stat_names = ("flushed_up", "flushed_lw", "flushed_md")
+    COUNT_AHEAD = 32  # inner blocks counted (and read) at once against an outer batch
+
+    def in_memory(self, ws):
+        return ws.mem[0].n, ws.mem[1].n
 
     def hand_over(self, ws, cfg, buffered):
         return buffered > self.max_new_arr or not self._room_for_a_unit(ws, cfg)
 
     def on_hand_over(self, ws):
-        ws.rnl.loaded = None  # the outer batch leaves memory
+        ws.rnl.loaded = ws.rnl.index = None  # the outer batch leaves memory
 
     def reactive_unit(self, ws, cfg, c, out, phase):
         return self._reactive_step(ws, cfg, c, out, phase)
@@ -178,7 +219,7 @@ class Diner(BlockNestedLoop):
         n = hi - lo
         if n:
             other.bit[lo:hi] = True
-            out.add(n, *pairs_of(cfg, rel, tid, other.tid[lo:hi]), phase="arriving")
+            out.add(n, *pairs_of(cfg, rel, tid, other.tid[lo:hi].copy()), phase="arriving")
         self._statistics(ws, rel, key, n, other.key[lo:hi])
         self._make_room(ws, cfg, 1)  # Alg 1 line 13: room for the tuple
         ws.mem[rel].insert(key, tid, ws.events, n > 0)
@@ -186,12 +227,16 @@ class Diner(BlockNestedLoop):
     def _region(self, ws, rel: int, keys: np.ndarray) -> np.ndarray:
         return np.where(keys >= ws.up[rel], UP, np.where(keys <= ws.lw[rel], LW, MD))
 
+    def _region_of(self, ws, rel: int, key: float) -> int:
+        """:meth:`_region` of one key."""
+        return UP if key >= ws.up[rel] else LW if key <= ws.lw[rel] else MD
+
     def _statistics(self, ws, rel: int, key: float, n: int, matched: np.ndarray) -> None:
         """Alg 3: the arriving tuple's region of its own relation; the matched tuples' own
         regions of the other (the garbled lines, read per matched tuple)."""
-        ws.joins[rel, self._region(ws, rel, np.array([key]))[0]] += n
+        ws.joins[rel, self._region_of(ws, rel, key)] += n
         if n and matched[0] == matched[-1]:  # one key (an equi-join): one region
-            ws.joins[1 - rel, self._region(ws, 1 - rel, matched[:1])[0]] += n
+            ws.joins[1 - rel, self._region_of(ws, 1 - rel, float(matched[0]))] += n
         elif n:
             ws.joins[1 - rel] += np.bincount(self._region(ws, 1 - rel, matched), minlength=3)
 
@@ -302,10 +347,9 @@ class Diner(BlockNestedLoop):
                         self.used(ws, len(r.loaded) + self.block)
                         ws.stats["blocks_read"] += r.outer_mem
                         ws.clock += r.outer_mem * self.c_read
-                    block = inner.read(r.curr_inner)
                     ws.stats["blocks_read"] += 1
                     ws.clock += self.c_read + self.c_join
-                    self._join_blocks(ws, cfg, c, out, r.loaded, block, r.outer, phase)
+                    self._join_inner(ws, cfg, c, out, inner, r.curr_inner, phase)
                     r.curr_inner += 1
                     if r.curr_inner > r.joined_inner:
                         r.joined_outer += r.outer_mem
@@ -332,13 +376,47 @@ class Diner(BlockNestedLoop):
             self.block * max(1, min(ws.outer_cap or self.max_outer_mem,
                                     cfg.budget_tuples // self.block - 1))
         need = batch + self.block
-        if self.buffered(ws) + need > cfg.budget_tuples:
+        buffered = self.buffered(ws)
+        if buffered + need > cfg.budget_tuples:
             return False  # not even an empty memory holds a unit: flush nothing for it
-        self._make_room(ws, cfg, need)
-        if sum(self.in_memory(ws)) + self.buffered(ws) + need > cfg.budget_tuples:
-            return False
+        if sum(self.in_memory(ws)) + buffered + need > cfg.budget_tuples:
+            self._make_room(ws, cfg, need)  # (a flush moves the clock: the buffer grows)
+            if sum(self.in_memory(ws)) + self.buffered(ws) + need > cfg.budget_tuples:
+                return False
         self.used(ws, need)
         return True
+
+    def _join_inner(self, ws, cfg, c, out, inner: BlockDisk, block_id: int,
+                    phase: str | None) -> None:
+        """A unit's join: inner block ``block_id`` against the loaded outer batch, pairs
+        listed (:meth:`_join_blocks`) or, for an equi-join whose rows are not collected,
+        counted (:meth:`_count_not_met`)."""
+        r = ws.rnl
+        if cfg.want_pairs or cfg.pairs_dir or float(getattr(cfg.kernel, "width", 0.0) or 0.0):
+            self._join_blocks(ws, cfg, c, out, r.loaded, inner.read(block_id), r.outer, phase)
+            return
+        c["probes"] += inner.sizes[block_id - 1]
+        n = self._count_not_met(ws, inner, block_id)
+        if n:  # counted, never listed (billions of pairs at high skew)
+            out.add(n, phase=phase)
+
+    def _count_not_met(self, ws, inner: BlockDisk, block_id: int) -> int:
+        """Equal-key pairs of inner block ``block_id`` and the loaded outer batch that did not
+        meet in memory (:func:`~joins.online.pair_counts.pairs_not_met`), from the batch's
+        index, for up to ``COUNT_AHEAD`` inner blocks of its prefix at a time (one read)."""
+        r = ws.rnl
+        index = r.index
+        if index is None or index.outer is not r.loaded:
+            index = r.index = BatchIndex(r.loaded)
+        k = block_id - index.first
+        if not 0 <= k < len(index.counts):
+            ids = list(range(block_id, min(block_id + self.COUNT_AHEAD, r.joined_inner + 1)))
+            rows = inner.read_many(ids)
+            each = np.concatenate([[0], np.cumsum(index.not_met.each(
+                rows["key"], rows["ats"], rows["dts"]))])
+            ends = np.cumsum([0] + [inner.sizes[i - 1] for i in ids])
+            index.first, index.counts, k = block_id, np.diff(each[ends]), 0
+        return int(index.counts[k])
 
     def _join_blocks(self, ws, cfg, c, out, outer: np.ndarray, inner: np.ndarray,
                      outer_rel: int, phase: str | None) -> None:
@@ -347,12 +425,6 @@ class Diner(BlockNestedLoop):
         width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)
         ok, ik = outer["key"], inner["key"]
         c["probes"] += len(ik)
-        rows = cfg.want_pairs or cfg.pairs_dir
-        if not rows and width == 0:  # counted, never listed (billions of pairs at high skew)
-            n = pairs_not_met(ik, inner["ats"], inner["dts"], ok, outer["ats"], outer["dts"])
-            if n:
-                out.add(n, phase=phase)
-            return
         lo = np.searchsorted(ok, ik - width, "left")
         hi = np.searchsorted(ok, ik + width, "right")
         pi, po = expand(lo, hi)

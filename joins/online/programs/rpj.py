@@ -38,13 +38,14 @@ Merges and passes stream blocks and are not charged to the memory budget (as HMJ
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from joins.online.kernel import expand
-from joins.online.pair_counts import pairs_not_produced
+from joins.online.pair_counts import pairs_not_produced, pairs_not_produced_ranked
 from joins.online.programs.hmj import HashMerge, HmjState
 from joins.online.programs.single_site import pairs_of
 
@@ -54,17 +55,23 @@ class RpjState(HmjState):
     order: list = field(default_factory=lambda: [{}, {}])  # bucket -> [keys, tids, ats] deques
     arrivals: np.ndarray = field(default_factory=lambda: np.zeros((2, 0)))  # for p_i[j]
     last_pass: np.ndarray = field(default_factory=lambda: np.zeros((2, 0), np.int64))
-    flushed: list = field(default_factory=lambda: [{}, {}])  # bucket -> [(DTS, tuples)]
+    flushed: list = field(default_factory=lambda: [{}, {}])  # bucket -> ([DTS], [cum. tuples])
     probed: np.ndarray = field(default_factory=lambda: np.zeros(0))  # candidate pairs
     matched: np.ndarray = field(default_factory=lambda: np.zeros(0))  # results
-    version: int = 0  # bumped by every change the task choice reads
-    tasks: tuple = (-1, [])  # (version, [(rate, expected, candidates, task)])
+    # the task table, kept per bucket: candidate pairs (0: no task) and modeled cost of the
+    # tasks pass 0, pass 1 and merge (rows); ``dirty``: buckets changed since it was brought
+    # up to date; ``rank``: a bucket's place in ``segments`` (ties go to the earliest)
+    cand: np.ndarray = field(default_factory=lambda: np.zeros((3, 0), np.int64))
+    cost: np.ndarray = field(default_factory=lambda: np.zeros((3, 0)))
+    rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    dirty: set = field(default_factory=set)
 
 
 class RateBasedProgressive(HashMerge):
     name = "rpj"
     state = RpjState
     stat_names = ("flushes", "merges", "passes")
+    merges = True  # reactive tasks: passes and merges (XJoin: passes only)
 
     def __init__(self, n_part: int = 100, fan_in: int = 10, n_flush: int | None = None,
                  tups_per_block: int = 50, wait_thresh: float = 25.0, c_read: float = 0.2,
@@ -82,6 +89,9 @@ class RateBasedProgressive(HashMerge):
         ws.arrivals = np.zeros((2, self.n_part))
         ws.last_pass = np.full((2, self.n_part), -1, np.int64)
         ws.probed, ws.matched = np.zeros(self.n_part), np.zeros(self.n_part)
+        ws.cand = np.zeros((3, self.n_part), np.int64)
+        ws.cost = np.zeros((3, self.n_part))
+        ws.rank = np.full(self.n_part, -1, np.int64)
         return ws
 
     # --- arriving phase and flushing ------------------------------------------------------------
@@ -108,7 +118,7 @@ class RateBasedProgressive(HashMerge):
         ats.append(ws.events)
         ws.count[rel, j] += 1
         ws.held[rel] += 1
-        ws.version += 1
+        ws.dirty.add(j)
 
     def _flush_victim(self, ws) -> None:
         """RPJ's policy: the smallest p_i[j] flushes tuples of bucket j of the other relation;
@@ -144,10 +154,14 @@ class RateBasedProgressive(HashMerge):
         keys, tids, ats = self._take(ws, rel, j, n)
         block = self._write(ws, rel, keys, tids, ats, np.full(n, dts, np.int64),
                             self._last(ws, rel, j, ats))
+        if j not in ws.segments:
+            ws.rank[j] = len(ws.segments)
         ws.segments.setdefault(j, []).append((block, 0) if rel == 0 else (0, block))
-        ws.flushed[rel].setdefault(j, []).append((dts, n))
+        times, cum = ws.flushed[rel].setdefault(j, ([], [0]))
+        times.append(dts)
+        cum.append(cum[-1] + n)
         ws.stats["flushes"] += 1
-        ws.version += 1
+        ws.dirty.add(j)
         return block
 
     def _last(self, ws, rel: int, j: int, ats: np.ndarray) -> np.ndarray:
@@ -162,6 +176,7 @@ class RateBasedProgressive(HashMerge):
         segs = ws.segments[j]
         del segs[len(segs) - sum(1 for i in ids if i):]
         segs.append(tuple(ids))
+        ws.dirty.add(j)
 
     # --- duplicate avoidance --------------------------------------------------------------------
 
@@ -170,20 +185,19 @@ class RateBasedProgressive(HashMerge):
                 ((a["dts"] > b["last"]) & (a["dts"] < b["ats"])))
 
     def _count_new(self, a, oa, b, ob, width=0.0):
-        def count(x, y):
-            return pairs_not_produced(x["key"], x["ats"], x["dts"], x["last"],
-                                      y["key"], y["ats"], y["dts"], y["last"])
-
-        return count(a, b) - sum(count(a[oa == g], b[ob == g]) for g in np.unique(oa))
+        """Pairs not produced, less those within one segment group: those of equal key rank
+        and equal (group, key rank)."""
+        if not len(a) or not len(b):
+            return 0
+        _, rank = np.unique(np.concatenate([a["key"], b["key"]]), return_inverse=True)
+        rank = rank.reshape(-1).astype(np.int64)
+        ra, rb = rank[:len(a)], rank[len(a):]
+        span = int(rank.max()) + 1
+        times_a, times_b = (a["ats"], a["dts"], a["last"]), (b["ats"], b["dts"], b["last"])
+        return (pairs_not_produced_ranked(ra, *times_a, rb, *times_b) -
+                pairs_not_produced_ranked(oa * span + ra, *times_a, ob * span + rb, *times_b))
 
     # --- reactive phase -------------------------------------------------------------------------
-
-    def _selectivity(self, ws, j: int) -> float:
-        """Results per candidate pair probed in bucket ``j`` (all buckets' if none probed)."""
-        if ws.probed[j]:
-            return ws.matched[j] / ws.probed[j]
-        total = ws.probed.sum()
-        return ws.matched.sum() / total if total else 1.0
 
     def _blocks(self, ws, rel: int, block_id: int) -> int:
         return -(-ws.disk[rel].sizes[block_id - 1] // self.block) if block_id else 0
@@ -196,56 +210,102 @@ class RateBasedProgressive(HashMerge):
         hist = ws.flushed[i].get(j)
         if not mem or not mem[2] or not hist:
             return 0
-        ats = np.fromiter(mem[2], np.int64, len(mem[2]))
-        dts = np.array([d for d, _ in hist], np.int64)
-        cum = np.concatenate([[0], np.cumsum([n for _, n in hist])])
-        last = np.where(ats <= ws.last_pass[i, j], ws.last_pass[i, j], -1)
-        left_before = cum[np.searchsorted(dts, ats, "left")]
-        passed = cum[np.searchsorted(dts, last, "right")]
-        return int(np.maximum(left_before - passed, 0).sum())
+        times, cum = hist  # flush DTS (non-decreasing) and tuples flushed before each
+        lp = int(ws.last_pass[i, j])
+        ats = mem[2]
+        if len(ats) > 64:  # a large bucket: vectorised
+            a = np.fromiter(ats, np.int64, len(ats))
+            dts, tot = np.array(times, np.int64), np.array(cum, np.int64)
+            last = np.where(a <= lp, lp, -1)
+            left_before = tot[np.searchsorted(dts, a, "left")]
+            passed = tot[np.searchsorted(dts, last, "right")]
+            return int(np.maximum(left_before - passed, 0).sum())
+        n = 0
+        after_pass, no_pass = cum[bisect_right(times, lp)], cum[bisect_right(times, -1)]
+        for a in ats:
+            d = cum[bisect_left(times, a)] - (after_pass if a <= lp else no_pass)
+            if d > 0:
+                n += d
+        return n
 
-    def _tasks(self, ws) -> list:
-        """Every reactive task with candidates: (rate, expected, candidates, task), cached
-        until the state changes."""
-        if ws.tasks[0] == ws.version:
-            return ws.tasks[1]
-        tasks = []
-        for j, segs in ws.segments.items():
-            sigma = self._selectivity(ws, j)
+    def _refresh(self, ws) -> None:
+        """Bring the task table up to date: the tasks of the buckets changed since the last
+        decision (a task reads its bucket's memory, flushes, segments and last pass only)."""
+        for j in ws.dirty:
+            segs = ws.segments.get(j)
+            if not segs:
+                ws.cand[:, j] = 0
+                continue
             for i in (0, 1):
-                if not ws.count[1 - i, j]:
-                    continue
-                n = self._pass_candidates(ws, i, j)
+                n = self._pass_candidates(ws, i, j) if ws.count[1 - i, j] else 0
+                ws.cand[i, j] = n
                 if n:
-                    cost = sum(self._blocks(ws, i, ids[i]) for ids in segs) * \
+                    ws.cost[i, j] = sum(self._blocks(ws, i, ids[i]) for ids in segs) * \
                         (self.c_read + self.c_join)
-                    tasks.append((sigma * n / max(cost, 1e-12), sigma * n, n, ("pass", i, j)))
-            if len(segs) > 1:
+            n = 0
+            if self.merges and len(segs) > 1:
                 group = segs[:self.fan_in]
                 a = [ws.disk[0].sizes[g[0] - 1] if g[0] else 0 for g in group]
                 b = [ws.disk[1].sizes[g[1] - 1] if g[1] else 0 for g in group]
                 n = sum(a) * sum(b) - sum(x * y for x, y in zip(a, b, strict=True))
                 if n:
                     blocks = sum(self._blocks(ws, r, g[r]) for g in group for r in (0, 1))
-                    cost = blocks * (self.c_read + self.c_join + self.c_write)
-                    tasks.append((sigma * n / max(cost, 1e-12), sigma * n, n, ("merge", j)))
-        ws.tasks = (ws.version, tasks)
-        return tasks
+                    ws.cost[2, j] = blocks * (self.c_read + self.c_join + self.c_write)
+            ws.cand[2, j] = n
+        ws.dirty.clear()
+
+    def _selectivities(self, ws, j: np.ndarray) -> np.ndarray:
+        """Results per candidate pair probed in buckets ``j`` (all buckets' where a bucket
+        has none probed; 1 when none is)."""
+        probed = ws.probed[j]
+        total = ws.probed.sum()
+        default = ws.matched.sum() / total if total else 1.0
+        sigma = np.full(len(j), default, float)
+        np.divide(ws.matched[j], probed, out=sigma, where=probed != 0)
+        return sigma
+
+    def _keys(self, ws, kind: np.ndarray, j: np.ndarray, n: np.ndarray) -> tuple:
+        """The ranking of the tasks with candidates, most wanted first: (rate, expected
+        output, candidates) (XJoin overrides it)."""
+        expected = self._selectivities(ws, j) * n
+        return expected / np.maximum(ws.cost[kind, j], 1e-12), expected, n
+
+    def _best(self, ws) -> tuple | None:
+        """The reactive task to run: the highest key, ties to the task listed first (buckets
+        in ``segments`` order; pass 0, pass 1, merge); None when no task has candidates."""
+        self._refresh(ws)
+        kind, j = np.nonzero(ws.cand)
+        if not len(j):
+            return None
+        n = ws.cand[kind, j]
+        keys = self._keys(ws, kind, j, n)
+        top = np.arange(len(j))
+        for k in keys:  # the lexicographic maximum
+            k = k[top]
+            top = top[k == k.max()]
+            if len(top) == 1:
+                break
+        b = int(top[np.argmin(ws.rank[j[top]] * 3 + kind[top])])
+        return ("merge", int(j[b])) if kind[b] == 2 else ("pass", int(kind[b]), int(j[b]))
 
     def work_left(self, ws):
-        return bool(self._tasks(ws))
+        self._refresh(ws)
+        return bool(ws.cand.any())
 
     def reactive_unit(self, ws, cfg, c, out, phase):
-        tasks = self._tasks(ws)
-        if not tasks:
+        task = self._best(ws)
+        if task is None:
             return False
-        task = max(tasks, key=lambda t: (t[0], t[1], t[2]))[3]
         if task[0] == "pass":
             self._pass(ws, cfg, c, out, task[1], task[2], phase)
         else:
             self._merge(ws, cfg, c, out, task[1], phase)
-            ws.version += 1
         return True
+
+    def _merge(self, ws, cfg, c, out, j: int, phase: str | None) -> None:
+        """HMJ's merge; the bucket's tasks change."""
+        super()._merge(ws, cfg, c, out, j, phase)
+        ws.dirty.add(j)
 
     def _pass(self, ws, cfg, c, out, i: int, j: int, phase: str | None) -> None:
         """Bucket ``j`` of relation ``i`` on disk against the other relation's bucket in
@@ -276,4 +336,4 @@ class RateBasedProgressive(HashMerge):
                 out.add(n, phase=phase)
         ws.last_pass[i, j] = ws.events
         ws.stats["passes"] += 1
-        ws.version += 1
+        ws.dirty.add(j)

@@ -150,7 +150,7 @@ class SingleSite(Program):
 
     def buffered(self, ws) -> int:
         """Arrivals whose time has come that wait for the operator (the input buffer)."""
-        return int(np.searchsorted(ws.pend_t, ws.clock, "right"))
+        return int(ws.pend_t.searchsorted(ws.clock, "right"))
 
     def used(self, ws, extra: int = 0) -> int:
         """Memory in use (tuples, input buffer, ``extra``), kept as the high-water mark."""

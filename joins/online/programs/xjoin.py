@@ -21,15 +21,13 @@ from joins.online.programs.rpj import RateBasedProgressive
 
 class XJoin(RateBasedProgressive):
     name = "xjoin"
+    merges = False
 
     def _flush_victim(self, ws) -> None:
         rel, j = np.unravel_index(int(np.argmax(ws.count)), ws.count.shape)
         self._spill(ws, int(rel), int(j), int(ws.count[rel, j]), ws.events)
 
-    def _tasks(self, ws) -> list:
-        """Passes only, ranked by the pairs they have not considered."""
-        if ws.tasks[0] == ws.version:
-            return ws.tasks[1]
-        tasks = [(n, n, n, task) for _, _, n, task in super()._tasks(ws) if task[0] == "pass"]
-        ws.tasks = (ws.version, tasks)
-        return tasks
+    def _keys(self, ws, kind, j, n):
+        """Passes only (no merge is ever a task), ranked by the pairs they have not
+        considered."""
+        return (n,)
