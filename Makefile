@@ -52,7 +52,7 @@ test: $(STAMP)
 # the engine's exactness under random multi-change schedules: 1,000+ cases against DuckDB
 # (tests/online/test_schedules_property.py); run it after every engine change
 stress: $(STAMP)
-	$(PY) -m pytest -m stress -p no:randomly --hypothesis-show-statistics $(ARGS) tests/online
+	$(PY) -m pytest -m stress -p no:randomly --hypothesis-show-statistics $(ARGS) tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -67,7 +67,9 @@ def _counts(outcome) -> dict[str, float]:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("series", ["am_join", "tree_join", "full_skew_join"])
+@pytest.mark.parametrize("series", [  # the other two in make stress (a minute each here)
+    "am_join", pytest.param("tree_join", marks=pytest.mark.stress),
+    pytest.param("full_skew_join", marks=pytest.mark.stress)])
 def test_a_point_on_reused_inputs_counts_as_on_fresh_ones(spark, series):
     """Every count of a point is the same whether an earlier series distributed its inputs."""
     from experiments.config import compose
