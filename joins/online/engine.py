@@ -76,12 +76,13 @@ def _run_partition(report, pid, records):
 
 
 def _run_partition_bc(report, chunks, pid, records):
-    """Like :func:`_run_partition`, the chunk read from this partition's broadcast."""
-    yield pid, step(pid, _chain(records, (pid, chunks[pid].value)), report)
+    """Like :func:`_run_partition`, the chunk (pickled once on the driver) read from this
+    partition's broadcast."""
+    yield pid, step(pid, _chain(records, (pid, pickle.loads(chunks[pid].value))), report)
 
 
 def _run_partition_inline(report, blobs, pid, records):
-    """Like :func:`_run_partition_bc`, the chunk carried (pickled) in the task itself."""
+    """Like :func:`_run_partition_bc`, the pickled chunk carried in the task itself."""
     yield pid, step(pid, _chain(records, (pid, pickle.loads(blobs[pid]))), report)
 
 
@@ -325,7 +326,7 @@ class Engine:
             # then their clean-up) cost more than these bytes in every task
             return src.mapPartitionsWithIndex(partial(_run_partition_inline, acc, blobs),
                                               preservesPartitioning=True)
-        bcs = [sc.broadcast(c) for c in chunks]
+        bcs = [sc.broadcast(b) for b in blobs]  # the bytes already made: not pickled twice
         self._broadcasts.extend(bcs)
         return src.mapPartitionsWithIndex(partial(_run_partition_bc, acc, bcs),
                                           preservesPartitioning=True)

@@ -39,16 +39,7 @@ class KillingJoiner(Joiner):
     def end_tick(self, ws, ctx, c):
         over = super().end_tick(ws, ctx, c)
         if ctx.batch == self.at:
-            jvm = executor_jvm(os.getpid())
-            if jvm is not None:
-                try:
-                    fd = os.open(os.path.join(self.marks, "killed"),
-                                 os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-                except FileExistsError:
-                    return over  # killed once already
-                with os.fdopen(fd, "w") as f:
-                    f.write(f"tick={ctx.batch} jvm={jvm}\n")
-                os.kill(jvm, signal.SIGKILL)
+            _kill_once(self.marks, f"tick={ctx.batch}")
         return over
 
 

@@ -156,3 +156,19 @@ def test_new_engine_paths_on_spark(spark, path):
     partitions; every output is DuckDB's multiset (the same paths run on local_cluster in
     tests/online/test_executor_loss.py)."""
     run_path(spark, path)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("inline_bytes", [0, 256 * 1024])
+def test_chunks_by_broadcast_and_inside_the_tasks_are_both_exact(spark, monkeypatch,
+                                                                 inline_bytes):
+    """Test chunks are small, so they always travel inside the tasks; with the limit at 0
+    every step broadcasts its (pickled once) chunks instead, across moves and a clean-up."""
+    from joins.online import engine
+
+    monkeypatch.setattr(engine, "INLINE_CHUNK_BYTES", inline_bytes)
+    r, s = _inputs()
+    res = run_stream(spark, r, s, operator="shj", joiners=4, batch_size=60,
+                     rescale=[(200, 6), (400, 3)], memory_budget_tuples=30, spill="evict",
+                     collect_output=True, progress=False, partitions=2)
+    assert_same_rows(res.output, oracle_join(r, s))
