@@ -148,11 +148,17 @@ class Joiner(Program):
             cut = ctx.watermark - cfg.window
             keep = cfg.spill == "evict" and cfg.budget_tuples is not None
             gone: dict = {0: None, 1: None}
+            # a rejoin move in flight: a migrated tuple still to come probes this epoch's
+            # tuples (seq >= start) and may be within the window of one already past it, so
+            # those stay until the move ends (the pair check keeps the window exact)
+            held = ws.start if ws.start >= 0 and not ws.handoff else None
             for rel in (0, 1):
                 store = ws.side(rel)
                 if store.ts is None:  # nothing stored yet
                     continue
                 old = store.ts < cut
+                if held is not None:
+                    old &= store.seq < held
                 if old.any():
                     if keep:
                         gone[rel] = store.select(old)
