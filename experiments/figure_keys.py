@@ -35,6 +35,7 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
     "first_iteration": _keys(),
     "squall_theory": _keys("joiners", "replay_tuples"),
     "single_site_join": _keys("memory_share", "memory_tuples", "tick", "operator_params",
+                              "time_unit_ms", "paper_ms", "baseline_buckets",
                               "buffer_limit", "band", "cost_factor"),
     "dcape_join": _keys("machines", "capacity_mb", "operator_params", "scale_factor",
                         "tuple_bytes", "tick_ms", "minutes"),

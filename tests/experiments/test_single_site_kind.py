@@ -13,7 +13,7 @@ import pytest
 
 from datagen.diner_streams import generate
 from datagen.errors import GeneratorError
-from experiments.kinds.single_site import exact_join_size
+from experiments.kinds.single_site import exact_join_size, operator_params, rule_buckets
 from figures.plot import plot_figure
 from runtime.paths import ROOT
 
@@ -36,6 +36,9 @@ def test_a_tiny_fig10_point_per_series(tmp_path):
     pauses = [s for s in v.index if "pauses" in s]  # WaitThresh read as: only injected pauses
     assert len(pauses) == 7 and (v.loc[pauses, "reactive_episodes"] == 0).all()
     assert v.loc["diner", "reactive_episodes"] > 0
+    assert (v.loc[["hmj_pauses", "rpj_pauses", "hmj", "rpj"], "n_part"] == 10).all()
+    assert v.loc["hmj_pauses_1000", "n_part"] == 1000
+    assert v.loc["diner_pauses", "wait_thresh"] == 250 and v.loc["diner", "wait_thresh"] == 25
     png = plot_figure("diner/fig10", "tiny", str(tmp_path))
     assert png is not None and png.exists() and png.with_suffix(".pdf").exists()
 
@@ -149,3 +152,30 @@ def test_the_chain_inputs_as_the_paper_describes_them(tmp_path):
     assert pd.read_parquet(tmp_path / "star" / "R2.parquet")["a"].equals(r2["a2"])
     with pytest.raises(GeneratorError):
         chain({"inputs": 5}, tmp_path / "bad")
+
+
+def _keys(n: int) -> pd.DataFrame:
+    return pd.DataFrame({"key": pd.array(list(range(n)) + [None], dtype="Int64")})
+
+
+def test_the_bucket_rule_wants_ten_values_a_bucket_in_the_poorer_relation():
+    assert rule_buckets({"R": _keys(999), "S": _keys(999)}) == 10  # Zipf over 999: 99.9 < 100
+    assert rule_buckets({"R": _keys(1000), "S": _keys(5000)}) == 100
+    assert rule_buckets({"R": _keys(20000), "S": _keys(10000)}) == 1000
+    assert rule_buckets({"R": _keys(60), "S": _keys(10**4)}) == 10  # at least 10
+    assert rule_buckets({"R": _keys(0), "S": _keys(0)}) == 10
+
+
+def test_operator_params_convert_the_papers_milliseconds_once():
+    frames = {"R": _keys(5000), "S": _keys(5000)}
+    run = {"time_unit_ms": 0.1, "paper_ms": {"wait_thresh": 25.0, "c_read": 0.2},
+           "baseline_buckets": "rule", "operator_params": {"tups_per_block": 50}}
+    assert operator_params(run, "rpj", frames) == {
+        "tups_per_block": 50, "wait_thresh": 250.0, "c_read": 2.0, "n_part": 100}
+    assert "n_part" not in operator_params(run, "diner", frames)  # DINER has no buckets
+    given = {**run, "operator_params": {"n_part": 1000, "wait_thresh": 1.0}}
+    assert operator_params(given, "hmj", frames)["n_part"] == 1000  # a series' own count
+    assert operator_params(given, "hmj", frames)["wait_thresh"] == 1.0
+    assert operator_params({**run, "time_unit_ms": 1.0}, "hmj", frames)["wait_thresh"] == 25.0
+    with pytest.raises(ValueError, match="time_unit_ms"):
+        operator_params({**run, "time_unit_ms": 0}, "hmj", frames)
