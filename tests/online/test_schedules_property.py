@@ -188,3 +188,16 @@ def test_a_window_passes_while_a_rejoin_move_is_in_flight(op):
               window=0, rescale=[(0, 1), (0, 2), (0, 1)])
     check(dict(frames={"R": _frame([0], "a", [0]), "S": _frame([None, 0, 0], "b", [0, 1, 0])},
                kw=kw, op=op))
+
+
+def test_an_outbox_copy_is_sent_after_the_window_passed_it():
+    """The second case the stress run found: a grid 2 -> 1 at arrival 0, then 1 -> 3 at 13
+    with window 0. R4 (t 0) waited in its sender's outbox for its share of the transfer rate
+    while the watermark passed t 1; its copy was expired there, and S9 (t 0, this epoch's, at
+    the receiver) never met it. A rejoin move now sends every outbox copy."""
+    r = _frame([0, 0, None, None, 0], "a", [0] * 5)
+    s = _frame([None, 0, None, 0, None, None, 0, None, 0, 0, None, 0, 0, 0, None, 0, 0], "b",
+               [0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 1])
+    kw = dict(operator="static_mid", joiners=2, spill="evict", batch_size=2, time="t",
+              window=0, rescale=[(0, 1), (13, 3), (13, 2)])
+    check(dict(frames={"R": r, "S": s}, kw=kw, op="static_mid"))

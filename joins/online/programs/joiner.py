@@ -149,8 +149,9 @@ class Joiner(Program):
             keep = cfg.spill == "evict" and cfg.budget_tuples is not None
             gone: dict = {0: None, 1: None}
             # a rejoin move in flight: a migrated tuple still to come probes this epoch's
-            # tuples (seq >= start) and may be within the window of one already past it, so
-            # those stay until the move ends (the pair check keeps the window exact)
+            # tuples (seq >= start) at its receiver, and may be within the window of one that
+            # the watermark has passed; so this epoch's stored tuples and the outboxes' copies
+            # stay until the move ends (the pair check keeps the window exact)
             held = ws.start if ws.start >= 0 and not ws.handoff else None
             for rel in (0, 1):
                 store = ws.side(rel)
@@ -164,19 +165,11 @@ class Joiner(Program):
                         gone[rel] = store.select(old)
                     c["expired"] += int(old.sum())
                     ws.set_side(rel, store.select(~old))
-            for box in ws.outbox.values():
+            for box in ws.outbox.values() if held is None else ():
+                # a handoff's copies: the tuple expires from the index alike
                 for rel in (0, 1):
-                    if box[rel].ts is None:
-                        continue
-                    old = box[rel].ts < cut
-                    if old.any():
-                        if not ws.handoff:  # rejoin: the outbox holds the only copy
-                            c["expired"] += int(old.sum())
-                        if keep and not ws.handoff:
-                            g = gone[rel]
-                            gone[rel] = box[rel].select(old) if g is None else \
-                                SideStore.concat([g, box[rel].select(old)])
-                        box[rel] = box[rel].select(~old)
+                    if box[rel].ts is not None:
+                        box[rel] = box[rel].select(box[rel].ts >= cut)
             if keep and any(g is not None and len(g) for g in gone.values()):
                 # an expired tuple may still pair with one evicted before it arrived: the
                 # clean-up needs it, so it goes to disk like an evicted one (a later arrival
