@@ -38,7 +38,7 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                               "time_unit_ms", "paper_ms", "baseline_buckets",
                               "buffer_limit", "band", "cost_factor"),
     "dcape_join": _keys("machines", "capacity_mb", "operator_params", "scale_factor",
-                        "tuple_bytes", "tick_ms", "minutes"),
+                        "tuple_bytes", "tick_ms", "minutes", "cleanup_per_result_s"),
     "bistream_join": _keys("scale_factor", "capacity_gb", "tuple_overhead_bytes",
                            "micro_batches", "model", "units", "contrand", "window",
                            "archive_share", "delay", "elastic", "t_high", "t_low", "psi",
