@@ -101,6 +101,9 @@ PARAM_DOCS: dict[str, str] = {
     "psi": "2PS: the target load Psi of Eq. 7 (0.6)",
     "check_every": "2PS: event time between two load checks (the paper's 1 minute)",
     "confirmations": "2PS: identical decisions in a row before scaling (3)",
+    "scaling_scope": "2PS: the units k of Eq. 7: subgroup (each side or ContRand subgroup "
+                     "checked and scaled on its own, the default) or cluster (one tau and one "
+                     "Delta over all units)",
     "r_units": "join-biclique units that store R (the rest store S); none means half",
     # single-site operators under a memory budget (DINER paper); times in the arrival times' unit
     "tups_per_block": "tuples per disk block (the paper: 10 KB blocks of 200-byte tuples, 50)",

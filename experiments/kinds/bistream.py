@@ -3,12 +3,14 @@ stream of a query (``datagen/bistream_streams``), run on the online engine, its 
 per-unit, per-micro-batch counts turned into the paper's metrics.
 
 Figure keys: ``workload.params`` (``query``, ``sf``, ``rate``, ``rate_reading``; ``tuples``
-per scale), ``run``: ``model`` (``jb`` | ``jm``), ``units`` (x), ``contrand`` (y; none:
+per scale; ``rate_scaled: false`` keeps the paper's rate, where the figure base's scaling rule
+says so), ``run``: ``model`` (``jb`` | ``jm``), ``units`` (x), ``contrand`` (y; none:
 random routing), ``micro_batches``, ``window`` / ``archive_share`` / ``delay`` (seconds;
 windowed joins with the chained index), ``memory_cliff`` (units past C work from disk),
 ``throughput_within_millions`` and ``dataset`` (throughput over the stream's start: Figs 7
 and 8), ``aggregation`` (App. B's online aggregate: ``period``, ``mergers`` and the
-sensitivity's ``periods`` / ``merger_tasks``), the 2PS keys, and the figure base's rules:
+sensitivity's ``periods`` / ``merger_tasks``), the 2PS keys (``scaling_scope``: Eq. 7's k
+per subgroup or cluster-wide), and the figure base's rules:
 ``scale_factor`` per scale, ``capacity_gb`` (C per unit), ``tuple_overhead_bytes``.
 
 One scaling rule for the paper: the small scale multiplies the unit capacity C and the input
@@ -388,6 +390,16 @@ def _model_metrics(model: str, units: int, contrand, msgs: dict, deliveries_byte
     }
 
 
+def scale_rate(params: dict, factor: float) -> float:
+    """The scaling rule on a stream's ``params`` (in place): the rate times ``factor``, or the
+    paper's own rate where ``rate_scaled`` is false (the figure base's choices.scale says
+    where: Fig 14's Band); ``rate_scaled`` is removed (the generator does not take it).
+    Returns what the rate was multiplied by."""
+    rate_factor = float(factor) if params.pop("rate_scaled", True) else 1.0
+    params["rate"] = float(params["rate"]) * rate_factor
+    return rate_factor
+
+
 @dataclass
 class Setup:
     """One point's inputs and setting, at this scale."""
@@ -395,6 +407,7 @@ class Setup:
     run: dict
     params: dict
     factor: float
+    rate_factor: float  # what the rates were multiplied by (the factor, or 1: the paper's)
     folder: Path
     r: pd.DataFrame
     st: pd.DataFrame
@@ -420,7 +433,7 @@ def _setup(pc: PointContext) -> Setup:
     params = plain(OmegaConf.create(dict(wl["params"])))  # nested lists (a rate profile)
     by_x = plain(OmegaConf.create(dict(wl.get("params_by_x") or {})))
     params.update(by_x.get(str(pc.x), {}))  # e.g. Table 4's query and rate per row
-    params["rate"] = float(params["rate"]) * factor
+    rate_factor = scale_rate(params, factor)
     params.setdefault("seed", pc.seed)
     folder = Path(materialize("bistream_streams", params, progress=pc.progress))
     # App. B's aggregates need the streams' group-by attributes
@@ -440,8 +453,9 @@ def _setup(pc: PointContext) -> Setup:
             if run.get("window") is not None else 0.0
         op_params.update(elastic=str(run["elastic"]), capacity=capacity, warmup=warm,
                          **{k: run[k] for k in ("t_high", "t_low", "psi", "check_every",
-                                                "confirmations") if run.get(k) is not None})
-    return Setup(run, params, factor, folder, r, st,
+                                                "confirmations", "scaling_scope")
+                            if run.get(k) is not None})
+    return Setup(run, params, factor, rate_factor, folder, r, st,
                  float(query.band) if query.predicate == "band" else None, proj,
                  (proj[0] + overhead, proj[1] + overhead), capacity, model, units,
                  int(contrand) if contrand else None,
@@ -540,7 +554,7 @@ def _max_window_point(pc: PointContext, spark, out: PointOutcome, su: Setup) -> 
     ok = [x for x, f in tried.items() if f]
     over = [x for x, f in tried.items() if not f and ok and x > max(ok)]
     best = max(ok) if ok else float("nan")
-    rate /= su.factor  # at the paper's scale
+    rate /= su.rate_factor  # at the paper's scale
     out.metrics.update({
         "max_window_s": (best, "s of event time"),
         "overflow_window_s": (min(over) if over else float("nan"), "s of event time"),
@@ -626,7 +640,8 @@ def run_point(pc: PointContext) -> PointOutcome:
         "messages_per_tuple": ((msgs["R"][2] + msgs["S"][2]) / max(1, total), "messages"),
         "stores_per_tuple": ((msgs["R"][0] + msgs["S"][0]) / max(1, total), "messages"),
         "probes_per_tuple": ((msgs["R"][1] + msgs["S"][1]) / max(1, total), "messages"),
-        "bandwidth_mb_s": (deliveries_bytes / span / factor / 1e6 if span else float("nan"),
+        "bandwidth_mb_s": (deliveries_bytes / span / su.rate_factor / 1e6 if span
+                           else float("nan"),
                            "MB/s (projected bytes, paper scale)"),
         # the order-consistent protocol's punctuations, modeled: each stream's router sends
         # one to every unit it feeds per interval (every unit: a unit stores one relation and

@@ -95,14 +95,17 @@ def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
                   capacity: float | None = None, tuple_bytes: tuple | None = None,
                   t_high: float = 0.8, t_low: float = 0.3, psi: float = 0.6,
                   check_every: float = 60.0, confirmations: int = 3, warmup: float = 0.0,
-                  full_history: bool = False, **extra):
+                  full_history: bool = False, scaling_scope: str = "subgroup",
+                  **extra):
     """BiStream's join-biclique: ``r_units`` units store R (default J/2, the larger half for
     an odd J going to S), the rest store S; every tuple is stored once. Random routing
     ("JBx") probes the whole other side; ``contrand=y`` ("JBx-CRy") splits each side into y
     subgroups and probes one (:class:`ContRandLayout`; a band join's subgroups split
     ``key_range``, which the stream gives). ``elastic="2ps"``: two-phase scaling against a unit
     ``capacity`` in bytes (the run's ``tuple_bytes`` per stored tuple;
-    :mod:`joins.online.elastic`): a windowed join drains, a ``full_history`` one migrates."""
+    :mod:`joins.online.elastic`): a windowed join drains, a ``full_history`` one migrates;
+    ``scaling_scope``: Eq. 7's k counts a subgroup's units (``subgroup``) or the cluster's
+    (``cluster``)."""
     _unused("join_biclique", extra)
     if joiners < 2:
         raise ValueError("a join-biclique needs at least 2 joiners")
@@ -122,7 +125,8 @@ def join_biclique(joiners: int, *, n_r: int = 0, n_s: int = 0, seed: int = 0,
         return TwoPhaseScaling(layout, capacity=capacity,
                                tuple_bytes=tuple_bytes, t_high=t_high, t_low=t_low, psi=psi,
                                check_every=check_every, confirmations=confirmations,
-                               warmup=warmup, migrate=full_history)
+                               warmup=warmup, migrate=full_history,
+                               scope=scaling_scope)
     if contrand is None or int(contrand) == 1:
         return Static(BicliqueLayout(a, joiners - a))
     return Static(ContRandLayout.even(a, joiners - a, int(contrand), int(contrand), band,

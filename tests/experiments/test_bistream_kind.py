@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from datagen.bistream_streams import PROJECTED_BYTES, generate
-from experiments.kinds.bistream import crossing, settings_label
+from experiments.figures import load_figure
+from experiments.kinds.bistream import crossing, scale_rate, settings_label
 from figures.plot import plot_figure
 from runtime.paths import ROOT
 
@@ -67,6 +68,19 @@ def test_crossing_interpolates_inside_the_micro_batch():
     assert np.isnan(crossing(vol, np.array([1.0, 2.0, 3.0]), 4.0))
     assert crossing(vol, np.array([5.0, 6.0, 7.0]), 4.0) == 100.0
     assert settings_label("jb", 16, 4) == "JB16-CR4" and settings_label("jm", 36, None) == "JM36"
+
+
+def test_rates_follow_the_scaling_rule_unless_the_paper_s_rate_is_kept():
+    """The rule multiplies a rate by the scale's factor; ``rate_scaled: false`` keeps the
+    paper's (Fig 14's Band, by the figure base's amendment for counts per period), and the
+    key does not reach the generator."""
+    scaled = {"query": "eq5", "rate": 450000}
+    assert scale_rate(scaled, 0.002) == 0.002 and scaled["rate"] == pytest.approx(900.0)
+    kept = {"query": "bnci", "rate": 9000, "rate_scaled": False}
+    assert scale_rate(kept, 0.002) == 1.0 and kept == {"query": "bnci", "rate": 9000.0}
+    by_x = load_figure("bistream/fig14", "small")["workload"]["params_by_x"]
+    assert by_x["bnci"]["rate_scaled"] is False
+    assert all("rate_scaled" not in by_x[q] for q in ("eq5", "eq7"))
 
 
 @pytest.mark.slow

@@ -249,6 +249,41 @@ def test_two_phase_scaling_per_contrand_subgroup_stays_exact(band, window):
         assert res.metrics["migrated"].sum() > 0
 
 
+def test_cluster_wide_delta_goes_where_the_load_per_unit_is_highest():
+    """scaling_scope=cluster places Eq. 7's one Delta a unit at a time: a new unit to the
+    subgroup with the most MLV per unit, a removed one from the subgroup whose MLV per unit
+    stays lowest without it; every subgroup keeps a unit."""
+    from joins.online.elastic import place
+
+    assert place(4, [9.0, 3.0], [4, 4]) == [8, 4]  # all four to the fuller side
+    assert place(4, [6.0, 6.0], [4, 4]) == [6, 6]  # even sides: even split
+    assert place(-6, [2.0, 1.0], [6, 6]) == [4, 2]
+    assert place(-10, [2.0, 1.0], [3, 3]) == [1, 1]  # at least one unit per subgroup
+    assert place(0, [1.0, 1.0], [2, 3]) == [2, 3]
+
+
+def test_two_phase_scaling_cluster_wide_is_one_decision_and_stays_exact():
+    """With k cluster-wide (the other reading of Eq. 7) one tau over all units decides: the
+    decisions carry tau_all, not a tau per side, and the Delta of the surge goes mostly to the
+    side whose tuples are larger (5 of 6 units); every windowed pair comes exactly once. The
+    default is the per-subgroup reading."""
+    rng = np.random.default_rng(0)
+    r, s = _surge(rng, "a", 6000), _surge(rng, "b", 6000)
+    kw = dict(operator="join_biclique", joiners=4, time="t", window=100.0, archive=10.0,
+              tick=20.0, elastic="2ps", capacity=2000 * 50.0, tuple_bytes=(80.0, 30.0),
+              collect_output=True, progress=False, backend="local")
+    res = run_stream(None, r, s, scaling_scope="cluster", **kw)
+    assert_same_rows(res.output, _window_oracle(r, s, 100.0))
+    d = res.decisions[res.decisions["delta"].notna()]
+    assert "tau_all" in d and not [c for c in d if c.startswith(("tau_r", "tau_s"))]
+    assert list(d["delta"]) == [-2, 6, -6]
+    assert list(d["units_r"]) == [1, 6, 1] and list(d["units_s"]) == [1, 2, 1]
+    side = run_stream(None, r, s, **kw).decisions
+    assert "tau_all" not in side and list(side["delta"].dropna()) == [-1, 6, -7]
+    with pytest.raises(ValueError, match="scope"):
+        run_stream(None, r, s, scaling_scope="side", **kw)
+
+
 def test_two_phase_scaling_needs_a_capacity():
     r, s = _timed(np.random.default_rng(0), 50, 5, "a"), _timed(np.random.default_rng(1), 50,
                                                                  5, "b")
