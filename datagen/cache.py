@@ -195,16 +195,21 @@ def materialize_into(folder: Path, generator: str, resolved: Mapping[str, Any], 
             "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
-        _swap_in(tmp, folder, digest)
+        _swap_in(tmp, folder, digest, force)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 
-def _swap_in(tmp: Path, folder: Path, digest: str) -> None:
-    """Rename the finished temp folder into place; an old folder is moved aside first."""
+def _swap_in(tmp: Path, folder: Path, digest: str, force: bool = False) -> None:
+    """Rename the finished temp folder into place; an old folder is moved aside first. One
+    that another process finished meanwhile from the same config stays (unless ``force``):
+    that process may be reading it (two sweep points at once, experiments.parallel), and the
+    same config gives the same bytes."""
     old = None
+    if folder.exists() and not force and _state(folder, digest) == "same":
+        return  # the caller removes its temp folder
     if folder.exists():
         old = folder.parent / f".old-{folder.name}-{uuid.uuid4().hex[:8]}"
         os.rename(folder, old)

@@ -5,6 +5,13 @@ job. Without ``-m`` the runner adds it, together with the figure's series and x 
 dimension the user did not give, so ``point.x=0,0.5`` or ``point.series=hash_join`` narrow
 the sweep as Hydra users expect. Finished points are skipped (``force=true`` redoes them); a
 failing point is recorded with its status and the sweep goes on.
+
+``jobs`` (default ``auto``): the points of a kind that keeps one core busy (``ONE_CORE_KINDS``)
+run two at a time where the machine has two cores that other work leaves idle (checked as the
+sweep starts: :func:`sweep_jobs`), each in a worker process of its own
+(:mod:`experiments.parallel`); ``jobs=1`` runs them one after another, as every other kind runs.
+Hydra then only lists the sweep's points (the same overrides, the same order, the same job
+numbers) and the workers run them.
 """
 
 from __future__ import annotations
@@ -14,13 +21,14 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.types import Override
-from omegaconf import DictConfig
+from omegaconf import DictConfig, read_write
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
 from experiments.config import compose
@@ -28,6 +36,7 @@ from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_va
 from experiments.figures import figure_ids, load_figure, runs_of_mismatch
 from experiments.kinds import (
     ALGORITHM_KINDS,
+    ONE_CORE_KINDS,
     X_MAJOR_KINDS,
     PointContext,
     PointOutcome,
@@ -49,6 +58,9 @@ from runtime.paths import CONF, ROOT
 from runtime.spark_session import SparkConfigError, resolve_master, spark_presets
 
 _TOTAL_ENV = "SKEWJOINS_SWEEP_TOTAL"
+# the sweep's points, (job number, config), while Hydra lists them for the worker processes;
+# None: Hydra's jobs run the points themselves, one after another
+_listed: list[tuple[int, DictConfig]] | None = None
 
 
 class UsageError(ValueError):
@@ -109,20 +121,35 @@ def point_context(cfg: DictConfig, figure: dict, series: str, x: Any) -> PointCo
                         progress=cfg.progress, wall_limit_s=cfg.scale.point_wall_limit_s)
 
 
-def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
-    """Run (or skip) one point and write its rows; return its status."""
+def _point_of(cfg: DictConfig, job_num: int, total: int) -> tuple[dict, Point, Any, str, str]:
+    """The point ``cfg`` names: its figure, Point, results folder, config hash and the tag of
+    its progress lines."""
     figure = plain(cfg.figure)
     series, x = cfg.point.series, cfg.point.x
     require_series(figure, series)
-    scale = cfg.scale.name
     point = Point(figure["id"], series, x_numeric(figure, x), x_label(x), int(cfg.seed))
     folder = results_dir(_results_root(cfg), figure["id"])
     ensure_writable(folder)
-    chash = config_hash(figure, scale, int(cfg.seed), series)
+    chash = config_hash(figure, cfg.scale.name, int(cfg.seed), series)
     tag = f"[{job_num + 1}/{total}] {figure['id']} {series} {figure['x'].get('name', 'x')}={point.x_label}"
+    return figure, point, folder, chash, tag
+
+
+def skip_finished(cfg: DictConfig, job_num: int = 0, total: int = 1) -> bool:
+    """True (and its line printed) if the point is done already and is not to be redone."""
+    _, point, folder, chash, tag = _point_of(cfg, job_num, total)
     if not cfg.force and finished(folder, point, chash):
         print(f"{tag}: done already (force=true redoes it)", flush=True)
+        return True
+    return False
+
+
+def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
+    """Run (or skip) one point and write its rows; return its status."""
+    if skip_finished(cfg, job_num, total):
         return "skipped"
+    figure, point, folder, chash, tag = _point_of(cfg, job_num, total)
+    series, x = cfg.point.series, cfg.point.x
     ctx = point_context(cfg, figure, series, x)
     calibration = ctx.calibration
     start, t0 = datetime.now(UTC), time.perf_counter()
@@ -158,7 +185,45 @@ def _task(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     job_num = hc.job.num if hc.mode.name == "MULTIRUN" else 0
     total = int(os.environ.get(_TOTAL_ENV, "1"))
+    if _listed is not None:  # run later, several at a time (main)
+        _listed.append((job_num, cfg))
+        return "listed"
     return run_point(cfg, job_num, total)
+
+
+def sweep_jobs(setting: Any, kind: str, points: int = 2, cpus: int | None = None,
+               idle: Callable[[], float | None] | None = None) -> tuple[int, str]:
+    """How many of a sweep's ``points`` of ``kind`` run at once under ``jobs=<setting>``, and
+    why not more where that needs saying. One for every kind but those whose points keep one
+    core busy (``ONE_CORE_KINDS``; the others' points use every core); for these a number is
+    taken as given and ``auto`` is two, never more than the machine's cores: each point needs
+    a core of its own, which keeps its wall time its own (:mod:`experiments.parallel`). So
+    ``auto`` also measures, for a second, the cores the machine's other work leaves idle
+    (``idle``, default :func:`experiments.parallel.idle_cores`) and runs no more points than
+    that at once."""
+    text = str(setting).strip().lower()
+    if text == "auto":
+        want = 2
+    elif text.isdigit() and int(text) >= 1:
+        want = int(text)
+    else:
+        raise UsageError(f"jobs must be auto or a number >= 1, got {setting!r}")
+    if want == 1 or points <= 1:
+        return 1, ""
+    if kind not in ONE_CORE_KINDS:
+        return 1, "" if text == "auto" else f"{kind} points use every core"
+    cpus = (os.cpu_count() or 1) if cpus is None else cpus
+    if cpus < want:
+        return max(1, cpus), f"this machine has {cpus} core{'s' if cpus > 1 else ''}"
+    if text == "auto":
+        from experiments.parallel import idle_cores
+
+        free = (idle or idle_cores)()
+        if free is not None and free < want - 0.25:  # other work holds a core, or most of one
+            return max(1, int(free + 0.25)), (
+                f"other work keeps the cores busy ({free:.1f} of {cpus} idle), and points side "
+                f"by side would wait for a core (jobs={want} runs them so all the same)")
+    return want, ""
 
 
 def _sweep_values(override: Override) -> list[str]:
@@ -174,12 +239,13 @@ def _sweep_values(override: Override) -> list[str]:
 def sweep_overrides(argv: list[str]) -> tuple[list[str], int]:
     """Add the figure's series and x values for the dimensions the user did not pin, check the
     sweep before any point runs, and count its points."""
-    added, total, _ = sweep_plan(argv)
+    added, total, _, _ = sweep_plan(argv)
     return added, total
 
 
-def sweep_plan(argv: list[str]) -> tuple[list[str], int, str]:
-    """:func:`sweep_overrides` and the figure's kind."""
+def sweep_plan(argv: list[str]) -> tuple[list[str], int, str, int]:
+    """:func:`sweep_overrides`, the figure's kind and how many points run at once
+    (:func:`sweep_jobs`)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     overrides = [a for a in argv if not a.startswith("-")]
@@ -190,6 +256,8 @@ def sweep_plan(argv: list[str]) -> tuple[list[str], int, str]:
         raise UsageError("run one figure at a time (make reproduce-<paper> runs several)")
     if fig is not None:
         require_figure(str(fig.value()))
+    if "jobs" in given and given["jobs"].is_sweep_override():
+        raise UsageError("jobs takes one value (how many points run at once)")
     plain_overrides = [o.input_line for o in parsed if not o.is_sweep_override()
                        and not o.key_or_group.startswith(("point.", "hydra."))]
     cfg = compose(plain_overrides)
@@ -211,7 +279,11 @@ def sweep_plan(argv: list[str]) -> tuple[list[str], int, str]:
     for key, override in given.items():  # every other swept dimension (point.x, seed, ...)
         if key != "point.series":
             total *= len(_sweep_values(override))
-    return added, total, figure["kind"]
+    jobs, why = sweep_jobs(cfg.jobs, figure["kind"], total)
+    if why:
+        print(f"jobs={cfg.jobs}: {why}; running {jobs} point{'s' if jobs > 1 else ''} at a time",
+              flush=True)
+    return added, total, figure["kind"], jobs
 
 
 def x_major(args: list[str]) -> list[str]:
@@ -286,7 +358,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     try:
         argv = redirect_runs_of(argv)
-        added, total, kind = sweep_plan(argv)
+        added, total, kind, jobs = sweep_plan(argv)
     except Exception as exc:  # bad figure/scale/spark name or malformed override
         print(f"error: {_first_line(exc)}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -295,12 +367,37 @@ def main(argv: list[str] | None = None) -> None:
     os.environ[_TOTAL_ENV] = str(total)
     args = [*argv, *added]
     sys.argv = [sys.argv[0], *(x_major(args) if kind in X_MAJOR_KINDS else args)]
+    global _listed
+    _listed = [] if jobs > 1 else None
     code = 0
     try:
         _task()
     except SystemExit as exc:  # Hydra reports a failed job this way
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    if _listed is not None and code == 0:
+        try:
+            code = run_listed(_listed, total, jobs)
+        except Exception as exc:  # e.g. the results folder became unwritable
+            print(f"error: {_first_line(exc)}", file=sys.stderr)
+            code = 1
     _exit_now(code)
+
+
+def run_listed(listed: list[tuple[int, DictConfig]], total: int, jobs: int) -> int:
+    """Run the points Hydra listed, ``jobs`` at a time (:mod:`experiments.parallel`); the
+    finished ones are skipped here first, so only points that run take a worker. Side by side
+    the points draw no progress bars (two bars would overwrite each other's line): their
+    "[k/N] ... running" and "... ok in" lines, each naming its point, are the progress."""
+    from experiments.parallel import run_parallel
+
+    todo = [(num, cfg) for num, cfg in listed if not skip_finished(cfg, num, total)]
+    if len(todo) > 1:
+        print(f"running {len(todo)} points {min(jobs, len(todo))} at a time, each in a process "
+              f"of its own (jobs=1: one after another)", flush=True)
+        for _, cfg in todo:
+            with read_write(cfg):
+                cfg.progress = False
+    return run_parallel(todo, total, jobs) if todo else 0
 
 
 def _exit_now(code: int) -> None:

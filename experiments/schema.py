@@ -65,6 +65,10 @@ class RootConfig:
     force: bool = False  # redo points that already have results
     progress: bool = True
     results_root: str | None = None  # override the scale's results folder
+    # points run at once: "auto" (two for a kind that needs one core, ONE_CORE_KINDS, on a
+    # machine with two cores or more that other work leaves idle; else one) or a number
+    # (capped at the cores; kinds that use every core always run one at a time)
+    jobs: str = "auto"
 
 
 def register() -> None:

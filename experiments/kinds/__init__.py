@@ -39,6 +39,12 @@ ALGORITHM_KINDS: dict[str, str] = {
 # experiments.kinds.batch_inputs): their sweeps run x by x, every series of an x in a row.
 X_MAJOR_KINDS: frozenset[str] = frozenset({"batch_join"})
 
+# Kinds whose point keeps one core busy, whatever the machine has: the single-site operators
+# (DINER and its baselines, MINER, MJoin) run their whole loop in one Spark task. A sweep of
+# such a kind runs two points at a time where two cores are idle (experiments.run,
+# ``jobs``; experiments.parallel says why each point's wall time stays its own).
+ONE_CORE_KINDS: frozenset[str] = frozenset({"single_site_join"})
+
 
 def series_algorithm(figure: dict, series: str) -> str:
     """The registered algorithm a series runs: its ``algorithm`` key, else the series name."""

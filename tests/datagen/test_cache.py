@@ -101,6 +101,26 @@ def test_explicit_folder_reuse_and_conflict(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["mine"]  # no temp or old folders left
 
 
+def test_an_input_another_process_finished_first_stays_in_place(tmp_path, monkeypatch):
+    """Two sweep points at once may generate the same input: the second to finish keeps the
+    first one's folder, which the first may be reading already."""
+    real = datagen.dpair.generate
+    first: dict = {}
+
+    def racing(params, out, spark, progress):
+        if not first:  # "another process" generates and swaps in the same input meanwhile
+            first["folder"] = None
+            first["folder"] = materialize("dpair", KW, root=tmp_path, progress=False)
+            first["inode"] = (first["folder"] / "manifest.json").stat().st_ino
+        return real(params, out, spark, progress)
+
+    monkeypatch.setattr(datagen.dpair, "generate", racing)
+    folder = materialize("dpair", KW, root=tmp_path, progress=False)
+    assert folder == first["folder"]
+    assert (folder / "manifest.json").stat().st_ino == first["inode"]  # not replaced
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # no temp or old folders left
+
+
 def _aged(path, days: float) -> None:
     stamp = time.time() - days * 86400
     for p in [*path.rglob("*"), path]:
