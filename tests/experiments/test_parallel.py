@@ -125,7 +125,8 @@ def test_a_dead_worker_is_replaced_and_a_raising_point_stops_the_sweep(tmp_path,
         not list((tmp_path / "b" / "amjoin" / "fig5").glob("*.parquet"))
 
 
-@pytest.mark.slow
+@pytest.mark.stress  # a long end-to-end run (35 s): make stress; the scripted tests above
+# check the same rows in make test
 def test_a_tiny_diner_sweep_two_at_a_time_writes_the_counts_of_one_at_a_time(tmp_path):
     """The real one-core kind: the same rows, times left out, whichever way the points run."""
     def sweep(root, *extra: str) -> str:

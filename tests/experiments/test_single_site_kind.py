@@ -71,7 +71,7 @@ def test_exact_join_size_from_key_counts():
     assert exact_join_size(r, s) == 2 * 1 + 1 * 3
 
 
-@pytest.mark.slow
+@pytest.mark.stress  # a long end-to-end run (41 s): make stress, keeping make test under 20 min
 def test_band_joins_on_the_stand_ins_and_delays_through_the_command_line(tmp_path):
     """diner/fig13 (DINER and PMJ band joins on both trace stand-ins: every total is the exact
     band join size, else the point would be an error) and a diner/fig16 point (delays): the
