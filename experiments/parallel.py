@@ -4,7 +4,8 @@ Only for kinds that declare their points need one core (``ONE_CORE_KINDS`` in
 :mod:`experiments.kinds`): DINER's single-site operators run their whole loop in one Spark task,
 so during a point one core works and the other idles (measured: a ``diner/fig19`` sweep's
 process tree, JVMs included, used 0.98 of one core over its run). Two such points side by side
-on a 2-core machine can take about half the elapsed time of the sweep, and every count stays
+on a 2-core machine use that idle core (the gain on idle cores is not measured yet), and every
+count stays
 what the point gives alone: a worker runs :func:`experiments.run.run_point` unchanged, in its
 own process with its own Spark session (the preset's master, recorded as before; the kind pins
 its one partition, so nothing it computes depends on the cores), its inputs from the shared
@@ -92,17 +93,9 @@ def _serve(conn: Connection, target: str) -> None:
     except (EOFError, KeyboardInterrupt):  # the parent went away, or Ctrl-C
         code = 1
     finally:
-        import logging
+        from experiments.run import _exit_now
 
-        from runtime.spark_session import stop_spark
-
-        try:
-            stop_spark()
-        finally:
-            logging.shutdown()
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+        _exit_now(code)  # stop Spark, flush, exit without teardown: as a sequential sweep
 
 
 def run_parallel(items: list[Item], total: int, jobs: int,

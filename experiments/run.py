@@ -137,7 +137,10 @@ def _point_of(cfg: DictConfig, job_num: int, total: int) -> tuple[dict, Point, A
 
 def skip_finished(cfg: DictConfig, job_num: int = 0, total: int = 1) -> bool:
     """True (and its line printed) if the point is done already and is not to be redone."""
-    _, point, folder, chash, tag = _point_of(cfg, job_num, total)
+    return _done(cfg, *_point_of(cfg, job_num, total)[1:])
+
+
+def _done(cfg: DictConfig, point: Point, folder: Any, chash: str, tag: str) -> bool:
     if not cfg.force and finished(folder, point, chash):
         print(f"{tag}: done already (force=true redoes it)", flush=True)
         return True
@@ -146,9 +149,9 @@ def skip_finished(cfg: DictConfig, job_num: int = 0, total: int = 1) -> bool:
 
 def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     """Run (or skip) one point and write its rows; return its status."""
-    if skip_finished(cfg, job_num, total):
-        return "skipped"
     figure, point, folder, chash, tag = _point_of(cfg, job_num, total)
+    if _done(cfg, point, folder, chash, tag):
+        return "skipped"
     series, x = cfg.point.series, cfg.point.x
     ctx = point_context(cfg, figure, series, x)
     calibration = ctx.calibration
@@ -408,11 +411,13 @@ def _exit_now(code: int) -> None:
 
     from runtime.spark_session import stop_spark
 
-    stop_spark()
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    try:
+        stop_spark()
+    finally:  # exit even if Spark would not stop cleanly
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def _error_text(exc: BaseException) -> str:

@@ -68,14 +68,19 @@ def rule_buckets(frames: dict[str, pd.DataFrame]) -> int:
 def operator_params(run: dict, algorithm: str, frames: dict[str, pd.DataFrame]) -> dict:
     """The operator's parameters: ``run.operator_params``, then the paper's times (``paper_ms``:
     WaitThresh and the block costs in milliseconds) in the figure's time unit
-    (``time_unit_ms``), then, for a hash-based baseline without its own ``n_part``, the bucket
-    rule (``baseline_buckets: rule``)."""
+    (``time_unit_ms``), the block costs times ``cost_factor`` (the time model's sensitivity),
+    then, for a hash-based baseline without its own ``n_part``, the bucket rule
+    (``baseline_buckets: rule``)."""
     params = dict(run.get("operator_params") or {})
     unit = float(run.get("time_unit_ms", 1.0))
     if unit <= 0:
         raise ValueError(f"run.time_unit_ms must be > 0, got {unit}")
     for name, ms in (run.get("paper_ms") or {}).items():
         params.setdefault(name, float(ms) / unit)
+    factor = float(run.get("cost_factor", 1.0))
+    for cost in ("c_read", "c_write", "c_join"):  # every block cost scaled alike
+        if cost in params:
+            params[cost] = float(params[cost]) * factor
     if run.get("baseline_buckets") == "rule" and algorithm in HASH_BASELINES:
         params.setdefault("n_part", rule_buckets(frames))
     return params
@@ -106,11 +111,6 @@ def run_point(pc: PointContext) -> PointOutcome:
     else:
         budget = max(1, int(round(float(run["memory_share"]) * total)))
     op_params = operator_params(run, s["algorithm"], frames)
-    factor = float(run.get("cost_factor", 1.0))
-    if factor != 1.0:  # the time model's sensitivity: every block cost scaled alike
-        for cost in ("c_read", "c_write", "c_join"):
-            if cost in op_params:
-                op_params[cost] = float(op_params[cost]) * factor
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
         # the frames already read (for the join size): Spark does not read the files again
         inputs = dict(inputs=frames, on=on) if on else \

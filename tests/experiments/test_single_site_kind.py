@@ -177,5 +177,7 @@ def test_operator_params_convert_the_papers_milliseconds_once():
     assert operator_params(given, "hmj", frames)["n_part"] == 1000  # a series' own count
     assert operator_params(given, "hmj", frames)["wait_thresh"] == 1.0
     assert operator_params({**run, "time_unit_ms": 1.0}, "hmj", frames)["wait_thresh"] == 25.0
+    scaled = operator_params({**run, "cost_factor": 5.0}, "hmj", frames)
+    assert scaled["c_read"] == 10.0 and scaled["wait_thresh"] == 250.0  # blocks only
     with pytest.raises(ValueError, match="time_unit_ms"):
         operator_params({**run, "time_unit_ms": 0}, "hmj", frames)
