@@ -25,7 +25,7 @@ So ``jobs=auto`` runs two only where the cores are idle when the sweep starts
 The worker processes are spawned (no fork of a process that may hold a JVM's threads), each
 serves points one after another over a pipe and keeps its Spark session between them, as the
 sequential runner keeps one per sweep; at the end it stops Spark and exits without interpreter
-teardown (:func:`experiments.run._exit_now`'s reasons). A point's status, error and timeout
+teardown (:func:`runtime.spark_session.exit_now`'s reasons). A point's status, error and timeout
 included, is a result written by the point itself, its wall-clock guard running in its worker;
 an exception out of ``run_point`` (an unwritable results folder, a bad series) stops handing
 out points, as it stops a sequential sweep; a worker that dies (e.g. killed by the kernel's OOM
@@ -93,9 +93,9 @@ def _serve(conn: Connection, target: str) -> None:
     except (EOFError, KeyboardInterrupt):  # the parent went away, or Ctrl-C
         code = 1
     finally:
-        from experiments.run import _exit_now
+        from runtime.spark_session import exit_now
 
-        _exit_now(code)  # stop Spark, flush, exit without teardown: as a sequential sweep
+        exit_now(code)  # stop Spark, flush, exit without teardown: as a sequential sweep
 
 
 def run_parallel(items: list[Item], total: int, jobs: int,

@@ -383,7 +383,9 @@ def main(argv: list[str] | None = None) -> None:
         except Exception as exc:  # e.g. the results folder became unwritable
             print(f"error: {_first_line(exc)}", file=sys.stderr)
             code = 1
-    _exit_now(code)
+    from runtime.spark_session import exit_now
+
+    exit_now(code)  # stop Spark and exit without interpreter teardown
 
 
 def run_listed(listed: list[tuple[int, DictConfig]], total: int, jobs: int) -> int:
@@ -402,22 +404,6 @@ def run_listed(listed: list[tuple[int, DictConfig]], total: int, jobs: int) -> i
                 cfg.progress = False
     return run_parallel(todo, total, jobs) if todo else 0
 
-
-def _exit_now(code: int) -> None:
-    """Stop Spark, flush, and exit without interpreter teardown: native thread pools (seen:
-    "terminate called without an active exception", SIGABRT) must not turn a finished sweep
-    into a crash."""
-    import logging
-
-    from runtime.spark_session import stop_spark
-
-    try:
-        stop_spark()
-    finally:  # exit even if Spark would not stop cleanly
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
 
 
 def _error_text(exc: BaseException) -> str:

@@ -164,6 +164,22 @@ def get_spark(
     return _session
 
 
+def exit_now(code: int) -> None:
+    """Stop Spark, flush, and exit without interpreter teardown: native thread pools (seen:
+    "terminate called without an active exception", SIGABRT) must not turn a finished run into
+    a crash. Exits even if Spark will not stop cleanly. (A sweep's end, and each of its
+    parallel workers', experiments.run and experiments.parallel.)"""
+    import logging
+
+    try:
+        stop_spark()
+    finally:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 def stop_spark() -> None:
     """Stop the session quietly (local-cluster logs harmless errors while executors exit), then
     tidy its logs: a local cluster's executor logs move to ``scratch/spark-worker/<app id>``
