@@ -1,6 +1,6 @@
 """One representative point per family, rerun with today's code against its published result.
 
-    python -m benchmarks.bench_reproduce [families=rpj,diner,...] [repeat=1]
+    python -m benchmarks.bench_reproduce [families=rpj,diner,...] [against=REV] [repeat=1]
 
 Each point (RPJ, DINER, MINER, D-CAPE, BiStream, Squall, AM-Join) runs as ``make reproduce``
 runs it (``python -m experiments.run``, one Spark application, ``force=true``) into
@@ -10,6 +10,15 @@ metric that is not a time is identical to the published one (row by row; a time 
 whose unit or name says so, :func:`experiments.results.is_time`). Writes
 ``scratch/bench/reproduce.json``. Local wall times of this machine, alternating nothing: on a
 shared machine, read the ratios with the load beside them (``uptime`` is recorded).
+
+``against=REV`` is the A/B form, the one to read as a speed-up: each point runs with the code
+of ``REV`` (a detached worktree in ``scratch/bench/base-REV``, sharing this checkout's
+``scratch/`` so both read the same cached inputs) and with today's code, alternately, in one
+session, ``repeat`` times; the speed-up is the ratio of their median wall times and the counts
+are compared between the two runs (a point whose settings changed since ``REV`` does other
+work: its row says so and its ratio is not a code speed-up; ``SAME_WORK`` gives today's code
+the base's settings for the points whose settings changed, ``same_work=false`` drops it). Writes
+``scratch/bench/reproduce-ab.json``.
 """
 
 from __future__ import annotations
@@ -36,6 +45,16 @@ POINTS = {
     "bistream": ("bistream/fig7", "jb8", "eq5"),
     "squall": ("squall/fig5k", "dynamic_exact", "2"),
     "amjoin": ("amjoin/fig7", "am_join", "16"),
+}
+# The A/B form's head-side overrides where a point's settings changed since the base it is
+# timed against, so both sides do the same work (checked: their counts must be identical).
+# 9bd4fcb: RPJ's 1 ms series had 100 buckets (now the bucket rule's); MINER's MaxOuterMem
+# was 19 blocks at every scale (now scaled with the memory).
+SAME_WORK = {
+    "rpj": ["++figure.series.rpj.overrides={run.time_unit_ms: 1.0, "
+            "run.operator_params.n_part: 100}"],
+    "miner": ["++figure.series.miner_3.overrides={workload.params.inputs: 3, "
+              "run.operator_params.max_outer_mem: 19}"],
 }
 
 
@@ -85,6 +104,72 @@ def run_one(family: str, out: Path) -> dict:
                 status=str(new["status"].iloc[0]))
 
 
+def _worktree(rev: str) -> Path:
+    """A detached checkout of ``rev`` whose scratch/ is this checkout's (same input cache)."""
+    sha = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, text=True,
+                         capture_output=True, check=True).stdout.strip()
+    tree = SCRATCH / "bench" / f"base-{sha}"
+    if not tree.exists():
+        subprocess.run(["git", "worktree", "add", "--detach", str(tree), sha], cwd=ROOT,
+                       check=True, capture_output=True)
+    link = tree / "scratch"
+    if not link.exists():
+        link.symlink_to(SCRATCH)
+    return tree
+
+
+def _run_point(code: Path, family: str, out: Path, extra: list[str]) -> tuple[float, object]:
+    """Run ``family``'s point with the code in ``code``; its wall time and result rows."""
+    import pandas as pd
+
+    figure, series, x = POINTS[family]
+    cmd = [sys.executable, "-m", "experiments.run", f"figure={figure}",
+           f"point.series={series}", f"point.x={x}", "scale=small", "force=true",
+           f"results_root={out}", "progress=false", *extra]
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{family}: {' '.join(cmd)} in {code} failed:\n{done.stderr[-2000:]}")
+    rows = pd.read_parquet(_point_file(out, figure, series, x))
+    return float(rows["wall_time_s"].iloc[0]), rows
+
+
+def main_ab(families: list[str], rev: str, repeat: int, same_work: bool = True) -> int:
+    import statistics
+
+    base = _worktree(rev)
+    out = SCRATCH / "bench" / "reproduce-ab"
+    load = os.getloadavg()
+    results = []
+    print(f"A/B against {rev} ({base.name}), {repeat} run(s) each, alternating")
+    print(f"{'family':<9} {'point':<34} {'base s':>8} {'head s':>8} {'speed-up':>8}  counts")
+    for family in families:
+        walls: dict[str, list[float]] = {"base": [], "head": []}
+        rows = {}
+        for _ in range(repeat):
+            for side, code in (("base", base), ("head", ROOT)):
+                extra = SAME_WORK.get(family, []) if side == "head" and same_work else []
+                wall, rows[side] = _run_point(code, family, out / side, extra)
+                walls[side].append(wall)
+        n, differ = compare_counts(rows["base"], rows["head"])
+        was, now = statistics.median(walls["base"]), statistics.median(walls["head"])
+        figure, series, x = POINTS[family]
+        r = dict(family=family, figure=figure, series=series, x=x, base_s=walls["base"],
+                 head_s=walls["head"], speedup=was / now, rows_compared=n,
+                 rows_differ=len(differ), differ=differ[:5])
+        results.append(r)
+        same = "identical" if not differ else f"{len(differ)} rows differ: other work"
+        print(f"{family:<9} {figure + ' ' + series + ' ' + x:<34} {was:>8.1f} {now:>8.1f} "
+              f"{r['speedup']:>8.2f}  {same} ({n} rows)", flush=True)
+    path = SCRATCH / "bench" / "reproduce-ab.json"
+    path.write_text(json.dumps({"against": rev, "load_before": load,
+                                "load_after": os.getloadavg(), "points": results},
+                               indent=1, default=str))
+    print(f"wrote {path.relative_to(ROOT)} (load average {load[0]:.1f} -> "
+          f"{os.getloadavg()[0]:.1f})")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     opts = dict(a.split("=", 1) for a in argv if "=" in a)
     families = opts.get("families", ",".join(POINTS)).split(",")
@@ -92,6 +177,9 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"error: unknown families {unknown}; valid: {', '.join(POINTS)}", file=sys.stderr)
         return 2
+    if "against" in opts:
+        return main_ab(families, opts["against"], int(opts.get("repeat", 1)),
+                       opts.get("same_work", "true") == "true")
     out = SCRATCH / "bench" / "reproduce"
     out.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
