@@ -75,6 +75,12 @@ class Policy:
         """A decision at a micro-batch boundary from executor statistics (e.g. relocation)."""
         return None
 
+    def quiet_through(self, t1: float) -> bool:
+        """True if :meth:`after_batch` after a tick ending at event time ``t1`` returns None
+        whatever the statistics (e.g. within a minimal span after the last decision): the
+        engine then lets the next tick share the step, one Spark job fewer, same counts."""
+        return False
+
 
 class Static(Policy):
     """A fixed layout (STATICMID, STATICOPT, SHJ, MJoin)."""

@@ -48,11 +48,14 @@ class DCapeManager(Static):
         self.last = -np.inf  # event time of the last adaptation
         self.forced = 0.0  # tuples ordered to disk so far (active-disk)
 
+    def quiet_through(self, t1: float) -> bool:
+        return t1 - self.last < self.min_span  # after_batch's own first test
+
     def after_batch(self, metrics, seq_next):
         if metrics.empty:
             return None
         now = float(metrics["t1"].max())
-        if now - self.last < self.min_span:
+        if self.quiet_through(now):
             return None
         # each worker's last tick (a worker's rows come in tick order); what groupby().last()
         # gives, without aggregating every column (a tenth of a step's time)

@@ -369,17 +369,28 @@ class Engine:
         pol = self.policy
         return type(pol).scan is Policy.scan and type(pol).after_batch is Policy.after_batch
 
-    def _plan_ticks(self, tick_next: int, pos: int) -> tuple[list[_Tick], int]:
+    def _shares_step(self, tick: _Tick, settled: bool) -> bool:
+        """May the next tick share ``tick``'s step: no controller decision can fall at its
+        end. Always for a static policy; for one that decides from the statistics after a
+        step, when it says it would not decide there (:meth:`Policy.quiet_through`) and no
+        move is running or due (``settled``), whose steps are the engine's to cut."""
+        if self._static():
+            return True
+        pol = self.policy
+        return settled and type(pol).scan is Policy.scan and pol.quiet_through(tick.t1)
+
+    def _plan_ticks(self, tick_next: int, pos: int,
+                    settled: bool = False) -> tuple[list[_Tick], int]:
         """The ticks of the next step and its end tuple."""
         if self.ticks.tick is None:
             z = min(len(self.stream), pos + self.bs)
             return [_Tick(-1, pos, z)], z
         group = [self.ticks.get(tick_next)]
-        if self._static():
-            while tick_next + len(group) < self.ticks.count and \
-                    group[-1].b - group[0].a < self.bs and \
-                    self.ticks.bounds[tick_next + len(group) + 1] - group[0].a <= self.bs:
-                group.append(self.ticks.get(tick_next + len(group)))
+        while tick_next + len(group) < self.ticks.count and \
+                group[-1].b - group[0].a < self.bs and \
+                self.ticks.bounds[tick_next + len(group) + 1] - group[0].a <= self.bs and \
+                self._shares_step(group[-1], settled):
+            group.append(self.ticks.get(tick_next + len(group)))
         return group, group[-1].b
 
     def run(self) -> EngineResult:
@@ -449,7 +460,8 @@ class Engine:
                 tick_next < self.ticks.count:
             t0 = time.perf_counter()
             if pos < n or tick_next < self.ticks.count:
-                ticks, z = self._plan_ticks(tick_next, pos)
+                settled = transfer is None and boundary is None and not finalize_next
+                ticks, z = self._plan_ticks(tick_next, pos, settled)
             else:  # after the stream (moves draining, clean-up): a tick of its own
                 extra = -1 if self.ticks.tick is None else max(self.ticks.count, tick_next)
                 ticks, z = [_Tick(extra, pos, pos)], pos

@@ -329,3 +329,27 @@ def test_a_relocated_group_arrives_with_its_statistics():
     assert sender.p_o[1] == 0 and sender.t_u[1] == -np.inf
     # the groups that stayed keep theirs
     assert sender.p_o[2] == p_o[2] and sender.t_u[2] == t_u[2] == 50.0
+
+
+@pytest.mark.parametrize("adapt", ["relocate", "lazy_disk", "active_disk"])
+def test_quiet_ticks_share_a_step_and_change_nothing(adapt, monkeypatch):
+    """Within ``min_span`` of its last move the manager cannot decide, so those ticks share
+    one step (issue 36): the same rows per tick, the same decisions and output, fewer steps."""
+    from joins.online.engine import Engine
+
+    inputs = _streams(5, n=500, skew=True)
+    kw = dict(budget=220 if adapt != "relocate" else None, adapt=adapt, assign="skewed",
+              min_span=60_000.0, theta_f=1.5, tick=5_000.0)
+    grouped = _run(inputs, 3, **kw)
+    monkeypatch.setattr(Engine, "_shares_step", lambda self, tick, settled: self._static())
+    alone = _run(inputs, 3, **kw)
+    assert len(alone.decisions) >= 2
+    pd.testing.assert_frame_equal(grouped.decisions, alone.decisions)
+    assert_same_rows(grouped.output, alone.output)
+    local_time = ("step", "batch_wall_seconds", "seconds", "cpu_seconds")  # not counts
+    per_tick = [c for c in alone.metrics.columns if c not in local_time]
+    key = ["batch", "worker"]
+    pd.testing.assert_frame_equal(
+        grouped.metrics[per_tick].sort_values(key).reset_index(drop=True),
+        alone.metrics[per_tick].sort_values(key).reset_index(drop=True))
+    assert grouped.metrics["step"].nunique() < alone.metrics["step"].nunique()
