@@ -75,10 +75,12 @@ class Policy:
         """A decision at a micro-batch boundary from executor statistics (e.g. relocation)."""
         return None
 
-    def quiet_through(self, t1: float) -> bool:
-        """True if :meth:`after_batch` after a tick ending at event time ``t1`` returns None
-        whatever the statistics (e.g. within a minimal span after the last decision): the
-        engine then lets the next tick share the step, one Spark job fewer, same counts."""
+    def quiet_through(self, t1: float, arrived: np.ndarray | None = None) -> bool:
+        """True if :meth:`after_batch` after a tick ending at event time ``t1`` cannot decide
+        (e.g. within a minimal span after the last decision): the engine then lets the next
+        tick share the step, one Spark job fewer, same counts. ``arrived``: the keys of the
+        tuples routed since the statistics of the last step, when those statistics are fresh
+        and state grows only by arrivals and moves (no window), else None."""
         return False
 
 

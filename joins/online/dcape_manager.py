@@ -47,16 +47,35 @@ class DCapeManager(Static):
         self.active_from = active_from
         self.last = -np.inf  # event time of the last adaptation
         self.forced = 0.0  # tuples ordered to disk so far (active-disk)
+        # the last step's statistics: (layout, workers, memory, push threshold or None)
+        self._seen: tuple | None = None
 
-    def quiet_through(self, t1: float) -> bool:
-        return t1 - self.last < self.min_span  # after_batch's own first test
+    def quiet_through(self, t1: float, arrived: np.ndarray | None = None) -> bool:
+        if t1 - self.last < self.min_span:  # after_batch's own first test
+            return True
+        return arrived is not None and self._balanced_with(arrived)
+
+    def _balanced_with(self, arrived: np.ndarray) -> bool:
+        """No relocation can be due after ``arrived`` (keys routed since the last statistics):
+        memory then only grows, by the arrivals routed to each machine, as long as none can
+        pass its push threshold, so M_l is at least the last M_l and M_m at most the last
+        plus what was routed: M_l/M_m stays >= theta_d if that bound does. Not for
+        active-disk, whose forced pushes follow output rates."""
+        seen = self._seen
+        if self.adapt == "active_disk" or seen is None or seen[0] is not self.layout:
+            return False
+        _, workers, mem, limit = seen
+        owner = self.layout.owner[self.layout.group(arrived)]
+        high = mem + np.bincount(owner, minlength=max(workers) + 1)[workers]
+        if limit is not None and (high > limit).any():
+            return False
+        return high.max() <= 0 or mem.min() / high.max() >= self.theta_d
 
     def after_batch(self, metrics, seq_next):
+        self._seen = None
         if metrics.empty:
             return None
         now = float(metrics["t1"].max())
-        if self.quiet_through(now):
-            return None
         # each worker's last tick (a worker's rows come in tick order); what groupby().last()
         # gives, without aggregating every column (a tenth of a step's time)
         m = metrics.drop_duplicates("worker", keep="last").set_index("worker")
@@ -65,6 +84,12 @@ class DCapeManager(Static):
             return None
         stored = [c for c in m.columns if c.startswith("stored@")]
         mem = m.loc[workers, stored].sum(axis=1).to_numpy(np.float64)
+        budget = float(m["budget"].max()) if "budget" in m.columns else -1.0
+        spills = budget >= 0 and self.adapt != "relocate"
+        limit = self.program_params.get("theta_m", 1.0) * budget if spills else None
+        self._seen = (self.layout, workers, mem, limit)
+        if self.quiet_through(now):
+            return None
         hi, lo = int(np.argmax(mem)), int(np.argmin(mem))
         if mem[hi] > 0 and mem[lo] / mem[hi] < self.theta_d:
             return self._relocate(m, workers[hi], workers[lo], (mem[hi] - mem[lo]) / 2,

@@ -369,15 +369,19 @@ class Engine:
         pol = self.policy
         return type(pol).scan is Policy.scan and type(pol).after_batch is Policy.after_batch
 
-    def _shares_step(self, tick: _Tick, settled: bool) -> bool:
+    def _shares_step(self, tick: _Tick, settled: bool, a0: int) -> bool:
         """May the next tick share ``tick``'s step: no controller decision can fall at its
         end. Always for a static policy; for one that decides from the statistics after a
-        step, when it says it would not decide there (:meth:`Policy.quiet_through`) and no
-        move is running or due (``settled``), whose steps are the engine's to cut."""
+        step, when it says it would not decide there (:meth:`Policy.quiet_through`, told the
+        keys routed since ``a0`` where state only grows) and ``settled``: no move is running
+        or due and the last step's statistics reached the policy."""
         if self._static():
             return True
         pol = self.policy
-        return settled and type(pol).scan is Policy.scan and pol.quiet_through(tick.t1)
+        if not settled or type(pol).scan is not Policy.scan:
+            return False
+        grows = self.cfg.window is None
+        return pol.quiet_through(tick.t1, self.stream.key[a0:tick.b] if grows else None)
 
     def _plan_ticks(self, tick_next: int, pos: int,
                     settled: bool = False) -> tuple[list[_Tick], int]:
@@ -389,7 +393,7 @@ class Engine:
         while tick_next + len(group) < self.ticks.count and \
                 group[-1].b - group[0].a < self.bs and \
                 self.ticks.bounds[tick_next + len(group) + 1] - group[0].a <= self.bs and \
-                self._shares_step(group[-1], settled):
+                self._shares_step(group[-1], settled, group[0].a):
             group.append(self.ticks.get(tick_next + len(group)))
         return group, group[-1].b
 
@@ -456,11 +460,13 @@ class Engine:
             pol.layout.kind == "biclique" or
             not (isinstance(pol, Static) or pol.layout.move_mode == "boundary"))
         gather = False
+        fresh = False  # the policy saw the last step's statistics (after_batch)
         while pos < n or transfer is not None or boundary is not None or cleanup or \
                 tick_next < self.ticks.count:
             t0 = time.perf_counter()
             if pos < n or tick_next < self.ticks.count:
-                settled = transfer is None and boundary is None and not finalize_next
+                settled = fresh and transfer is None and boundary is None and \
+                    not finalize_next
                 ticks, z = self._plan_ticks(tick_next, pos, settled)
             else:  # after the stream (moves draining, clean-up): a tick of its own
                 extra = -1 if self.ticks.tick is None else max(self.ticks.count, tick_next)
@@ -655,7 +661,8 @@ class Engine:
                     gone = sorted(set(layout.workers.tolist()) - set(retired.workers.tolist()))
                     boundary = Decision(z, {"retired": gone}, retired)
             uses_stats = type(pol).after_batch is not Policy.after_batch
-            if uses_stats and transfer is None and boundary is None and z < n:
+            fresh = uses_stats and transfer is None and boundary is None and z < n
+            if fresh:
                 dec = pol.after_batch(pd.DataFrame(rows[first_row:]), z)
                 if dec is not None:
                     if dec.layout is not None:

@@ -331,17 +331,20 @@ def test_a_relocated_group_arrives_with_its_statistics():
     assert sender.p_o[2] == p_o[2] and sender.t_u[2] == t_u[2] == 50.0
 
 
-@pytest.mark.parametrize("adapt", ["relocate", "lazy_disk", "active_disk"])
-def test_quiet_ticks_share_a_step_and_change_nothing(adapt, monkeypatch):
-    """Within ``min_span`` of its last move the manager cannot decide, so those ticks share
-    one step (issue 36): the same rows per tick, the same decisions and output, fewer steps."""
+@pytest.mark.parametrize("adapt,window", [("relocate", None), ("relocate", 90_000.0),
+                                          ("lazy_disk", None), ("active_disk", None)])
+def test_quiet_ticks_share_a_step_and_change_nothing(adapt, window, monkeypatch):
+    """Ticks after which the manager cannot decide share one step (issue 36): within
+    ``min_span`` of its last move, and while memory, growing only by the routed arrivals and
+    below every push threshold, keeps M_l/M_m >= theta_d. The same rows per tick, decisions
+    and output as one tick per step; fewer steps."""
     from joins.online.engine import Engine
 
     inputs = _streams(5, n=500, skew=True)
     kw = dict(budget=220 if adapt != "relocate" else None, adapt=adapt, assign="skewed",
-              min_span=60_000.0, theta_f=1.5, tick=5_000.0)
+              min_span=20_000.0, theta_f=1.5, tick=5_000.0, window=window)
     grouped = _run(inputs, 3, **kw)
-    monkeypatch.setattr(Engine, "_shares_step", lambda self, tick, settled: self._static())
+    monkeypatch.setattr(Engine, "_shares_step", lambda self, *_: self._static())
     alone = _run(inputs, 3, **kw)
     assert len(alone.decisions) >= 2
     pd.testing.assert_frame_equal(grouped.decisions, alone.decisions)
