@@ -156,6 +156,9 @@ class TwoPhaseScaling(Static):
             sizes[side].append(n)
         return sizes
 
+    def quiet_through(self, t1: float, arrived=None) -> bool:
+        return self.next_check is not None and t1 < self.next_check  # no check due
+
     def after_batch(self, metrics, seq_next):
         if metrics.empty or "t1" not in metrics or not np.isfinite(metrics["t1"].max()):
             return None

@@ -374,7 +374,8 @@ class Engine:
         end. Always for a static policy; for one that decides from the statistics after a
         step, when it says it would not decide there (:meth:`Policy.quiet_through`, told the
         keys routed since ``a0`` where state only grows) and ``settled``: no move is running
-        or due and the last step's statistics reached the policy."""
+        or due, no unit is left to drain (it retires at a step's end) and the last step's
+        statistics reached the policy."""
         if self._static():
             return True
         pol = self.policy
@@ -466,7 +467,7 @@ class Engine:
             t0 = time.perf_counter()
             if pos < n or tick_next < self.ticks.count:
                 settled = fresh and transfer is None and boundary is None and \
-                    not finalize_next
+                    not finalize_next and not layout.drains
                 ticks, z = self._plan_ticks(tick_next, pos, settled)
             else:  # after the stream (moves draining, clean-up): a tick of its own
                 extra = -1 if self.ticks.tick is None else max(self.ticks.count, tick_next)

@@ -134,6 +134,11 @@ class Layout(ABC):
         tuples held per worker after a step), or None."""
         return None
 
+    @property
+    def drains(self) -> bool:
+        """Units are left to drain: :meth:`retire` may change the layout after any step."""
+        return False
+
 
 class GridLayout(Layout):
     """Squall's (n,m)-mapping: worker w sits at cell (rows[w], cols[w]); n*m = J cells.
@@ -426,6 +431,10 @@ class BicliqueLayout(Layout):
         out = BicliqueLayout(new.r_ids, new.s_ids, np.concatenate([gone_r, gone_s]))
         out._draining_side = {True: gone_r, False: gone_s}
         return out
+
+    @property
+    def drains(self) -> bool:
+        return len(self.draining) > 0
 
     def retire(self, stored):
         empty = [int(w) for w in self.draining if stored.get(int(w), 0) == 0]

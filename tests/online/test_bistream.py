@@ -364,3 +364,35 @@ def test_the_view_update_cost_is_measured():
     meta = json.loads(VIEW_CALIBRATION.read_text())
     assert 0 < load_view_update() < 1e-6 and meta["r2"] > 0.9
     assert meta["sizes"][0] == 0 and len(meta["sizes"]) >= 3  # the count varied alone
+
+
+@pytest.mark.parametrize("window,contrand", [(100.0, None), (None, None), (100.0, 2)])
+def test_2ps_ticks_between_checks_share_a_step_and_change_nothing(window, contrand,
+                                                                  monkeypatch):
+    """2PS decides only at its checks (every ``check_every``), so the ticks before the next
+    check share one step while no unit drains (issue 36): the same rows per tick, decisions
+    and output as one tick per step, in fewer steps."""
+    from joins.online.engine import Engine
+
+    rng = np.random.default_rng(3)
+    r, s = _surge(rng, "a", 1500), _surge(rng, "b", 1500)
+    kw = dict(operator="join_biclique", joiners=4 if contrand is None else 8, time="t",
+              tick=20.0, elastic="2ps", capacity=(500 if window else 1000) * 50.0,
+              tuple_bytes=(50.0, 50.0), collect_output=True, progress=False, backend="local")
+    if window:
+        kw.update(window=window, archive=10.0)
+    if contrand:
+        kw.update(contrand=contrand)
+    grouped = run_stream(None, r, s, **kw)
+    monkeypatch.setattr(Engine, "_shares_step", lambda self, *_: self._static())
+    alone = run_stream(None, r, s, **kw)
+    assert alone.decisions["delta"].notna().sum() >= 2
+    pd.testing.assert_frame_equal(grouped.decisions, alone.decisions)
+    assert_same_rows(grouped.output, alone.output)
+    local_time = ("step", "batch_wall_seconds", "seconds", "cpu_seconds")
+    cols = [c for c in alone.metrics.columns if c not in local_time]
+    key = ["batch", "worker"]
+    pd.testing.assert_frame_equal(
+        grouped.metrics[cols].sort_values(key).reset_index(drop=True),
+        alone.metrics[cols].sort_values(key).reset_index(drop=True))
+    assert grouped.metrics["step"].nunique() < alone.metrics["step"].nunique()
