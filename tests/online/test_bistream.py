@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from joins.online import run_stream
 from joins.online.layouts import ContRandLayout
 from joins.oracle import assert_same_rows, oracle_join
+from tests.online.shared_steps import assert_steps_change_nothing
 
 
 def _inputs(rng, nr: int, ns: int, domain: int, hot: float = 0.0, nulls: float = 0.0):
@@ -372,8 +373,6 @@ def test_2ps_ticks_between_checks_share_a_step_and_change_nothing(window, contra
     """2PS decides only at its checks (every ``check_every``), so the ticks before the next
     check share one step while no unit drains (issue 36): the same rows per tick, decisions
     and output as one tick per step, in fewer steps."""
-    from joins.online.engine import Engine
-
     rng = np.random.default_rng(3)
     r, s = _surge(rng, "a", 1500), _surge(rng, "b", 1500)
     kw = dict(operator="join_biclique", joiners=4 if contrand is None else 8, time="t",
@@ -383,16 +382,5 @@ def test_2ps_ticks_between_checks_share_a_step_and_change_nothing(window, contra
         kw.update(window=window, archive=10.0)
     if contrand:
         kw.update(contrand=contrand)
-    grouped = run_stream(None, r, s, **kw)
-    monkeypatch.setattr(Engine, "_shares_step", lambda self, *_: self._static())
-    alone = run_stream(None, r, s, **kw)
+    _, alone = assert_steps_change_nothing(lambda: run_stream(None, r, s, **kw), monkeypatch)
     assert alone.decisions["delta"].notna().sum() >= 2
-    pd.testing.assert_frame_equal(grouped.decisions, alone.decisions)
-    assert_same_rows(grouped.output, alone.output)
-    local_time = ("step", "batch_wall_seconds", "seconds", "cpu_seconds")
-    cols = [c for c in alone.metrics.columns if c not in local_time]
-    key = ["batch", "worker"]
-    pd.testing.assert_frame_equal(
-        grouped.metrics[cols].sort_values(key).reset_index(drop=True),
-        alone.metrics[cols].sort_values(key).reset_index(drop=True))
-    assert grouped.metrics["step"].nunique() < alone.metrics["step"].nunique()

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from joins.online import run_stream
 from joins.oracle import assert_same_rows, oracle_graph
+from tests.online.shared_steps import assert_steps_change_nothing
 
 EDGES = [("A", "key", "B", "key"), ("B", "key", "C", "key")]
 
@@ -338,21 +339,8 @@ def test_quiet_ticks_share_a_step_and_change_nothing(adapt, window, monkeypatch)
     ``min_span`` of its last move, and while memory, growing only by the routed arrivals and
     below every push threshold, keeps M_l/M_m >= theta_d. The same rows per tick, decisions
     and output as one tick per step; fewer steps."""
-    from joins.online.engine import Engine
-
     inputs = _streams(5, n=500, skew=True)
     kw = dict(budget=220 if adapt != "relocate" else None, adapt=adapt, assign="skewed",
               min_span=20_000.0, theta_f=1.5, tick=5_000.0, window=window)
-    grouped = _run(inputs, 3, **kw)
-    monkeypatch.setattr(Engine, "_shares_step", lambda self, *_: self._static())
-    alone = _run(inputs, 3, **kw)
+    _, alone = assert_steps_change_nothing(lambda: _run(inputs, 3, **kw), monkeypatch)
     assert len(alone.decisions) >= 2
-    pd.testing.assert_frame_equal(grouped.decisions, alone.decisions)
-    assert_same_rows(grouped.output, alone.output)
-    local_time = ("step", "batch_wall_seconds", "seconds", "cpu_seconds")  # not counts
-    per_tick = [c for c in alone.metrics.columns if c not in local_time]
-    key = ["batch", "worker"]
-    pd.testing.assert_frame_equal(
-        grouped.metrics[per_tick].sort_values(key).reset_index(drop=True),
-        alone.metrics[per_tick].sort_values(key).reset_index(drop=True))
-    assert grouped.metrics["step"].nunique() < alone.metrics["step"].nunique()
