@@ -32,6 +32,19 @@ boundary (19950131 and 19950201 are 70 apart), which is what the Squall code's 1
 54.206 billion results counts. ``date_key=days`` (days since 1970-01-01) is the switch: it
 also matches across month boundaries, about 2% more results.
 
+Which columns are skewed (``skew``). The paper draws its databases with Chaudhuri and
+Narasayya's skewed TPC-D generator [10] and does not say which attributes are skewed; that
+generator draws every column's values from Zipf(z) (each ``RANDOM`` of their ``build.c``,
+among them ``s_nationkey`` and the dates ``l_shipdate`` is made of), foreign keys included.
+``skew=foreign_keys`` (the default) redraws only ``columns`` (the lineitem foreign keys), so a
+query that selects on other columns has the same inputs at every z; ``skew=query_columns`` also
+redraws every column a query filters or joins on (``Query.reads``: ``s_nationkey`` of E_Q5's
+and E_Q7's Supplier x Nation, E_Q7's ``l_shipdate``, the band joins' and Fluct-join's
+selection columns), each by :mod:`datagen.tpch`'s one draw (Zipf over the column's distinct
+values or referenced keys, the hottest value a seeded pick). NATION and REGION are fixed lists
+in dbgen and in [10], so ``n_name``, ``r_name`` and ``n_regionkey`` are not redrawn. At z = 0
+both readings give the unskewed TPC-H, row for row.
+
 Rows keep TPC-H file order (S of eq5 is LINEITEM in generation order); small pre-joined sides
 are sorted by key. Arrival orders are the ``stream`` generator's job. Projections and pre-joins
 run in DuckDB, one task per part of the base table a side selects from (Spark tasks with a
@@ -61,6 +74,10 @@ NATIONS = ("ALGERIA", "ARGENTINA", "BRAZIL", "CANADA", "EGYPT", "ETHIOPIA", "FRA
 # Every base table any query reads: one cached TPC-H per (sf, z, seed, columns) serves all.
 BASE_TABLES = ("region", "nation", "supplier", "orders", "lineitem")
 ROW_GROUP_ROWS = 1 << 20
+# Readings of which columns the paper's skewed TPC-H generator [10] draws from Zipf (the paper
+# does not say; the module docstring): only the foreign keys in Params.columns, or those and
+# every column a query filters or joins on (Query.reads), as [10] draws every column.
+SKEW_READINGS = ("foreign_keys", "query_columns")
 
 
 @dataclass(frozen=True)
@@ -84,10 +101,14 @@ class Query:
     s_sql: str
     references: tuple[Reference, ...]
     description: str
+    # the skewable TPC-H columns (datagen.tpch.SKEWABLE) its selections, pre-joins and join
+    # read: what Params.skew = "query_columns" adds (NATION and REGION are fixed tables)
+    reads: tuple[str, ...] = ()
 
 
 _TRUCK_R = "SELECT {key} AS key FROM {lineitem} WHERE l_shipmode = 'TRUCK' AND l_quantity > {q}"
 _NONE_S = "SELECT l_orderkey AS key FROM {lineitem} WHERE l_shipinstruct = 'NONE'"
+_BNCI_READS = ("l_shipmode", "l_quantity", "l_orderkey", "l_shipinstruct")
 # B_CI's ship-date key, by Params.date_key (filled into {date_key} by side_sql)
 DATE_KEYS = {
     "yyyymmdd": "CAST(year(l_shipdate) * 10000 + month(l_shipdate) * 100 + day(l_shipdate) "
@@ -102,7 +123,8 @@ QUERIES: dict[str, Query] = {q.name: q for q in [
           "ORDER BY key",
           "SELECT l_suppkey AS key, l_orderkey, l_extendedprice, l_discount FROM {lineitem}",
           (Reference(10, 20_000, 60_000_000, None, 1, "[D] catalogue 4.2: ~20K R*N*S vs 60M"),),
-          "(Region x Nation x Supplier) x Lineitem on suppkey; TPC-H Q5's costliest join"),
+          "(Region x Nation x Supplier) x Lineitem on suppkey; TPC-H Q5's costliest join",
+          ("s_nationkey", "l_suppkey")),
     Query("eq7", "equi", 0,
           "SELECT s_suppkey AS key, n_name FROM {supplier} JOIN {nation} ON s_nationkey = "
           "n_nationkey WHERE n_name IN ({nation_names}) ORDER BY key",
@@ -111,33 +133,37 @@ QUERIES: dict[str, Query] = {q.name: q for q in [
           "WHERE l_shipdate BETWEEN DATE '1995-01-01' AND DATE '1996-12-31'",
           # the catalogue's ~17M for S is a guess; 2 of the ~6.6 years of ship dates give 30%
           (Reference(10, 8_000, 18_000_000, None, 1, "[D] 2/25 nations; 30% of 60M lineitems"),),
-          "(Supplier x Nation) x Lineitem on suppkey; TPC-H Q7's costliest join"),
+          "(Supplier x Nation) x Lineitem on suppkey; TPC-H Q7's costliest join",
+          ("s_nationkey", "l_suppkey", "l_shipdate")),
     Query("bnci", "band", 1,
           _TRUCK_R.format(key="l_orderkey", lineitem="{lineitem}", q=48), _NONE_S,
           (Reference(0.01, 341, 15_010, 1_073, 1, "[X] Squall code, 0.01G: 341 + 15010, 1073"),
            Reference(20, 680_000, 30_000_000, None, 1, "[P] Squall 5.3: 20GB, 0.68M + 30M"),
            Reference(40, 1_360_000, 60_000_000, None, 1, "[P] Squall 5.3: 40GB, 1.36M + 60M")),
-          "Lineitem self band-join on orderkey, low selectivity (not computation-intensive)"),
+          "Lineitem self band-join on orderkey, low selectivity (not computation-intensive)",
+          _BNCI_READS),
     Query("bnci_2_32", "band", 1,
           _TRUCK_R.format(key="l_orderkey", lineitem="{lineitem}", q=45), _NONE_S,
           (Reference(0.01, 873, 15_010, 2_719, 1, "[X] Squall code, 0.01G: 873 + 15010, 2719"),),
-          "B_NCI with a larger R: optimal mapping (2,32) at J=64 (Fig 5g)"),
+          "B_NCI with a larger R: optimal mapping (2,32) at J=64 (Fig 5g)", _BNCI_READS),
     Query("bnci_8_8", "band", 1, _NONE_S, _NONE_S,
           (Reference(0.01, 15_010, 15_010, 56_346, 1, "[X] Squall code, 0.01G: 2 x 15010, 56346"),),
-          "B_NCI with equal sides: optimal mapping (8,8) at J=64 (Fig 5g)"),
+          "B_NCI with equal sides: optimal mapping (8,8) at J=64 (Fig 5g)",
+          ("l_orderkey", "l_shipinstruct")),
     Query("bci", "band", 1,
           _TRUCK_R.format(key="{date_key}", lineitem="{lineitem}", q=45),
           "SELECT {date_key} AS key FROM {lineitem} WHERE l_shipmode <> 'TRUCK'",
           (Reference(10, 873_000, 51_465_000, 54_206_000_000, 2,
                      "[X] Squall code, 10G: 873.000 + 51.465.000, output 54.206.000.000"),),
           "Lineitem self band-join on shipdate (yyyymmdd, or days: Params.date_key), high "
-          "selectivity (computation-intensive)"),
+          "selectivity (computation-intensive)", ("l_shipmode", "l_quantity", "l_shipdate")),
     Query("fluct", "equi", 0,
           "SELECT o_orderkey AS key FROM {orders} "
           "WHERE o_orderpriority NOT IN ('5-LOW', '1-URGENT')",
           "SELECT l_orderkey AS key FROM {lineitem}",
           (Reference(8, 7_200_000, 48_000_000, None, 1, "[D] catalogue 4.2: 3/5 of 12M, 48M"),),
-          "Orders x Lineitem on orderkey (Fluct-join of Fig 5k/5l)"),
+          "Orders x Lineitem on orderkey (Fluct-join of Fig 5k/5l)",
+          ("o_orderpriority", "l_orderkey")),
 ]}
 
 
@@ -148,6 +174,9 @@ class Params:
     z: float = 0.0  # Zipf skew of the base TPC-H (Z0..Z4 = 0, .25, .5, .75, 1)
     seed: int = 0
     columns: tuple[str, ...] = tpch.DEFAULT_COLUMNS  # skewed TPC-H columns (datagen.tpch)
+    # which columns Zipf(z) redraws (SKEW_READINGS): "foreign_keys" = ``columns`` only;
+    # "query_columns" = ``columns`` and every column a Squall query filters or joins on
+    skew: str = "foreign_keys"
     suppkey_from_partkey: bool = False  # see datagen.tpch
     region: str = "AMERICA"  # eq5's region (Squall code; TPC-H Q5's default is ASIA)
     nations: tuple[str, ...] = ("PERU", "ETHIOPIA")  # eq7's nations (Squall code)
@@ -167,14 +196,28 @@ class Params:
         check(len(self.nations) > 0, "nations must name at least one nation")
         check(self.date_key in DATE_KEYS,
               f"unknown date_key {self.date_key!r}; valid: {', '.join(DATE_KEYS)}")
+        check(self.skew in SKEW_READINGS,
+              f"unknown skew reading {self.skew!r}; valid: {', '.join(SKEW_READINGS)}")
         self.tpch_params()  # range checks of sf, z, seed, columns
 
     def tpch_params(self) -> dict:
-        params = {"sf": self.sf, "z": self.z, "seed": self.seed, "columns": list(self.columns),
+        params = {"sf": self.sf, "z": self.z, "seed": self.seed, "columns": skewed_columns(self),
                   "tables": list(BASE_TABLES),
                   "suppkey_from_partkey": self.suppkey_from_partkey, "parts": self.parts}
         validate(tpch.Params, params, "generator 'tpch'")
         return params
+
+
+def skewed_columns(p: Params) -> list[str]:
+    """The TPC-H columns the base database skews under ``p.skew`` (see :data:`SKEW_READINGS`).
+
+    "query_columns" takes the union over every query, so that one cached database (per sf, z
+    and seed) serves all of them, as one skewed database served all of the paper's queries.
+    """
+    if p.skew == "foreign_keys":
+        return list(p.columns)
+    wanted = set(p.columns).union(*(q.reads for q in QUERIES.values()))
+    return [c for c in tpch.SKEWABLE if c in wanted]  # a fixed order: one cache key
 
 
 def _quote(text: str) -> str:

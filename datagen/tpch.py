@@ -41,7 +41,9 @@ the Squall paper):
   mixture of the hot parts' suppliers), which matters for SHJ-style results, hence the option.
 
 Which columns the papers need skewed: Squall (Table 2, Fig 5a-f) skews E_Q5/E_Q7 at Z0..Z4,
-which join on ``l_suppkey``; Fluct-join joins on ``l_orderkey``; B_NCI/B_CI run on Z0. Bistream
+which join on ``l_suppkey`` (and select on ``s_nationkey``, ``l_shipdate``: the
+``squall_query`` generator's ``skew`` reading adds those); Fluct-join joins on ``l_orderkey``;
+B_NCI/B_CI run on Z0. Bistream
 uses plain dbgen (no skew). Output: ``out/<table>.parquet/part-NNNNN.parquet``, one part per
 tpchgen part (``parts``); with the same parameters the bytes are identical, on Spark or not.
 The drawn values do not depend on ``parts`` either (a row's draw depends on its position in

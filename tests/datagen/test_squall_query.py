@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from pathlib import Path
 
 import duckdb
@@ -159,6 +160,56 @@ def test_skewed_inputs_keep_r_and_skew_s(inputs, tpch_cache, tmp_path):
         assert abs(top - n * share) <= 4 * math.sqrt(n * share) + 2, (name, top, n * share)
 
 
+@pytest.mark.parametrize("query", squall_query.QUERIES)
+def test_reads_are_exactly_the_skewable_columns_the_sql_reads(query):
+    """Query.reads (what skew=query_columns adds) lists every skewable column the query's
+    selections, pre-joins and join key read, and nothing else (not the payload columns)."""
+    p = validate(squall_query.Params, {"query": query}, "test")
+    read = ""
+    for sql in squall_query.query_sql(p, Path("base")):
+        key = re.match(r"SELECT (.*?) AS key\b", sql)
+        read += " " + key.group(1) + " " + sql.split(" FROM ", 1)[1]
+    named = {c for c in tpch.SKEWABLE if re.search(rf"\b{c}\b", read)}
+    assert set(squall_query.QUERIES[query].reads) == named
+
+
+def test_query_columns_reading_is_the_unskewed_inputs_at_z0(inputs, tpch_cache, tmp_path):
+    """At Z0 the every-column reading gives the foreign-key reading's rows exactly (Z0 is the
+    unskewed TPC-H under both), from its own cached base database."""
+    for name in ("eq5", "eq7"):
+        folder = tmp_path / name
+        counts = squall_query.generate({"query": name, "sf": SF, "skew": "query_columns",
+                                        "tpch_cache": tpch_cache}, folder, None, False)
+        base, base_counts = inputs[name]
+        assert counts == base_counts
+        for side in ("R", "S"):
+            assert rows(folder, side, "*") == rows(base, side, "*"), (name, side)
+
+
+def test_query_columns_reading_skews_what_eq7_reads(tpch_cache):
+    """With skew=query_columns, every column E_Q7 filters or joins on gets a hotter top value
+    as z grows; with the foreign keys only, its selections and so its input sizes do not move."""
+    def top_shares(z: float, skew: str) -> dict[str, float]:
+        p = validate(squall_query.Params, {"query": "eq7", "sf": SF, "z": z, "skew": skew,
+                                           "tpch_cache": tpch_cache}, "test")
+        base = squall_query.base_tables(p, progress=False)
+        shares = {}
+        for column in squall_query.QUERIES["eq7"].reads:
+            table = base / f"{tpch.SKEWABLE[column].table}.parquet"
+            [(top, n)] = duckdb.sql(f"SELECT max(c), sum(c) FROM (SELECT count(*) c FROM "
+                                    f"read_parquet('{table}/*.parquet') GROUP BY {column})"
+                                    ).fetchall()
+            shares[column] = top / n
+        return shares
+
+    every = [top_shares(z, "query_columns") for z in (0.0, 0.5, 1.0)]
+    for column in squall_query.QUERIES["eq7"].reads:
+        assert every[0][column] < every[1][column] < every[2][column], (column, every)
+    fk = [top_shares(z, "foreign_keys") for z in (0.0, 1.0)]
+    assert fk[0]["s_nationkey"] == fk[1]["s_nationkey"]
+    assert fk[0]["l_shipdate"] == fk[1]["l_shipdate"]
+
+
 def test_same_params_same_bytes(inputs, tpch_cache, tmp_path):
     folder, _ = inputs["eq7"]
     again = tmp_path / "eq7"
@@ -183,6 +234,7 @@ def test_through_the_cache_with_a_manifest(inputs, tpch_cache, tmp_path):
     ({"z": -1}, "z must be"),
     ({"sf": -2}, "sf must be > 0"),
     ({"columns": ["l_nope"]}, "unknown skew column"),
+    ({"skew": "everything"}, "unknown skew reading .everything.; valid: foreign_keys"),
 ])
 def test_bad_input_is_a_generator_error(tmp_path, params, needle):
     with pytest.raises(GeneratorError, match=needle):
