@@ -134,6 +134,27 @@ def stage_table(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
 
 
+def scaled_counts(tasks: pd.DataFrame, records: float, rows: float) -> pd.DataFrame:
+    """The same tasks, each carrying more data: records in and shuffle bytes multiplied by
+    ``records``, rows produced by ``rows``; the task count and the per-task constant stay.
+
+    Why: the per-task constant weighs against per-record work as the records per task decide,
+    so a plan's time at larger sizes is this plan's tasks carrying those sizes' counts
+    (experiments.paper_regime writes the factors' rule)."""
+    out = tasks.copy()
+    for column in ("records_in", "shuffle_read_bytes", "shuffle_write_bytes"):
+        out[column] = out[column].astype(float) * records
+    out["rows_produced"] = out["rows_produced"].astype(float) * rows
+    return out
+
+
+def per_task_share(table: pd.DataFrame) -> float:
+    """The share of a :func:`stage_table`'s modeled time that its per-task constant's waves
+    alone would take (0 for an empty table)."""
+    total = float(table["modeled_s"].sum()) if not table.empty else 0.0
+    return float(table["constants_s"].sum()) / total if total > 0 else 0.0
+
+
 def _stages(tasks: pd.DataFrame):
     """Each stage attempt's tasks, in stage order, tasks in launch (index) order."""
     if tasks.empty:

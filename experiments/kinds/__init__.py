@@ -75,6 +75,7 @@ class PointOutcome:
     series_rows: list[dict] = field(default_factory=list)
     # where the modeled time went, per Spark stage (for diagnosis, not written to results)
     stages: Any = None
+    tasks: Any = None  # the batch tasks' exact counts behind ``stages`` (not written either)
 
 
 def load_kind(name: str) -> Callable[[PointContext], PointOutcome]:

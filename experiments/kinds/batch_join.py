@@ -15,6 +15,7 @@ import duckdb
 from experiments.figure_spec import resolve_scaled, scaled_rule
 from experiments.kinds import PointContext, PointOutcome, series_algorithm, wall_clock_guard
 from experiments.kinds.batch_inputs import distributed_inputs, release_cached
+from experiments.paper_regime import paper_factors, regime_metrics
 from joins.api import BatchContext, BudgetExceeded, JoinSpec, consume_output
 from joins.batch.sql_conf import sql_conf
 from joins.oracle import oracle_count
@@ -155,6 +156,11 @@ def run_point(pc: PointContext) -> PointOutcome:
     modeled = float(out.stages["modeled_s"].sum())
     m["modeled_time"] = (modeled, "modeled s")
     m["executor_imbalance"] = (executor_imbalance(out.stages), "ratio")
+    out.tasks = cap.result.tasks
+    regime = paper_factors(pc.figure, pc.scale, wl["generator"], wl["params"])
+    if regime is not None:  # the paper's regime (experiments.paper_regime)
+        m.update(regime_metrics(cap.result.tasks, executors, pc.calibration.batch,
+                                run.get("schedule", "list"), *regime))
     m["local_wall_time"] = (wall, "local wall s")
     m["output_rows"] = (rows, "rows")
     m["output_checksum"] = (float(checksum % 2**52), "checksum")  # low bits: exact as a float
