@@ -9,7 +9,7 @@ from omegaconf import DictConfig
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
 from experiments.figure_keys import check_figure_keys
-from experiments.figure_spec import plain
+from experiments.figure_spec import at_scale, plain
 from runtime.paths import CONF
 
 
@@ -22,3 +22,9 @@ def compose(overrides: list[str]) -> DictConfig:
         cfg = hydra_compose("config", overrides=overrides)
     check_figure_keys(plain(cfg.figure))  # a misspelt key in a free-form block fails here
     return cfg
+
+
+def figure_of(cfg: DictConfig) -> dict:
+    """The composed figure as plain data, as it runs at the composed scale (a derived scale's
+    sizes filled in: :func:`experiments.figure_spec.at_scale`)."""
+    return at_scale(plain(cfg.figure), cfg.scale.name)

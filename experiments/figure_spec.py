@@ -1,14 +1,38 @@
-"""Reading a composed figure config: its sweep, its per-scale values and its failure rules."""
+"""Reading a composed figure config: its sweep, its per-scale values (a derived scale's made
+from its base's by one rule) and its failure rules."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-SCALES = ("tiny", "small", "paper")
+SCALES = ("tiny", "small", "medium", "paper")
+
+
+@dataclass(frozen=True)
+class DerivedScale:
+    """A scale written once, from another: ``base``'s settings with every data size multiplied
+    by ``data_factor`` (never past the paper's own size), so no figure config is edited for it."""
+
+    base: str
+    data_factor: float
+
+
+# The second scale of the verdict rules (issue 37, rule 4: a "not met" on a time or rate is
+# also evaluated at a second scale): small's settings with 4x the data.
+DERIVED_SCALES = {"medium": DerivedScale(base="small", data_factor=4.0)}
+# Where a figure keeps its data sizes: the inputs' sizes, and the one factor of a paper whose
+# rule scales capacities and rates with the data (bistream, dcape: run.scale_factor). Every
+# other per-scale setting (joiners, executors, micro-batches, thresholds) is the base's; a
+# budget written ``{paper: V, scale_with: K}`` follows the sizes by itself. An x that is itself a
+# data size (amjoin fig9's and params' small relation) keeps the base's values unless the figure
+# gives its own (``x.values_by_scale.medium``).
+DATA_SIZE_PATHS = (("workload", "sizes"), ("run", "scale_factor"))
 
 
 def plain(node: Any) -> Any:
@@ -40,9 +64,66 @@ def resolve_scaled(tree: Any, scale: str) -> Any:
     return tree
 
 
+def _grown(value: Any, paper: Any, factor: float) -> Any:
+    """A data size of the base scale multiplied by ``factor``, at most the paper's size."""
+    if isinstance(value, dict):
+        paper = paper if isinstance(paper, dict) else {}
+        return {k: _grown(v, paper.get(k), factor) for k, v in value.items()}
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    grown = value * factor
+    if isinstance(paper, int | float) and not isinstance(paper, bool):
+        grown = min(grown, max(paper, value))
+    return int(round(grown)) if isinstance(value, int) else float(grown)
+
+
+def at_scale(figure: dict, scale: str) -> dict:
+    """The figure as it runs at ``scale``. For a derived scale (:data:`DERIVED_SCALES`) every
+    per-scale value without an entry of its own gets one: a data size (:data:`DATA_SIZE_PATHS`)
+    the base's times the factor, capped at the paper's; any other setting the base's value. Other
+    scales, and figures that give the derived scale's values themselves, are returned as given."""
+    derived = DERIVED_SCALES.get(scale)
+    if derived is None:
+        return figure
+
+    def fill(node: Any, path: tuple[str, ...]) -> Any:
+        if is_per_scale(node) and scale not in node and derived.base in node:
+            base = node[derived.base]
+            node[scale] = (_grown(base, node.get("paper"), derived.data_factor)
+                           if path in DATA_SIZE_PATHS else copy.deepcopy(base))
+        if isinstance(node, dict):
+            for k, v in node.items():
+                fill(v, (*path, str(k)))
+        elif isinstance(node, list):
+            for v in node:
+                fill(v, path)
+        return node
+
+    return fill(copy.deepcopy(figure), ())
+
+
+def no_larger_scale(figure: dict, scale: str) -> str | None:
+    """Why the derived ``scale`` runs the same data as its base for this figure (the base is
+    the paper's own size already, or the figure has no sizes), or None when it runs more."""
+    derived = DERIVED_SCALES[scale]
+    figure = at_scale(figure, scale)
+
+    def sizes(at: str) -> list[Any]:
+        return [by_scale(figure.get(a, {}).get(b), at) for a, b in DATA_SIZE_PATHS]
+
+    if sizes(scale) == sizes(derived.base):
+        return (f"scale={derived.base} runs the paper's own sizes here (or the figure has no "
+                f"data size), so scale={scale} would run the same data")
+    return None
+
+
 def x_values(figure: dict, scale: str) -> list[Any]:
+    """The sweep's x values at ``scale`` (a derived scale's are its base's)."""
     x = figure.get("x", {})
-    values = x.get("values_by_scale", {}).get(scale)
+    by = x.get("values_by_scale", {})
+    values = by.get(scale)
+    if values is None and scale in DERIVED_SCALES:
+        values = by.get(DERIVED_SCALES[scale].base)
     return list(values if values is not None else x.get("values", []))
 
 

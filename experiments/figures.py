@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from experiments.config import compose
-from experiments.figure_spec import plain, resolve_scaled
+from experiments.config import compose, figure_of
+from experiments.figure_spec import resolve_scaled
 from runtime.paths import CONF, FIGURES, ROOT, SCRATCH
 
 
@@ -27,7 +27,7 @@ def load_figure(figure_id: str, scale: str = "small") -> dict:
     scale's values (a target may give per-scale x positions)."""
     if figure_id not in figure_ids():
         raise KeyError(f"unknown figure {figure_id!r}; valid: {', '.join(figure_ids())}")
-    figure = plain(compose([f"figure={figure_id}", f"scale={scale}"]).figure)
+    figure = figure_of(compose([f"figure={figure_id}", f"scale={scale}"]))
     figure["targets"] = resolve_scaled(figure.get("targets", []), scale)
     return figure
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import importlib
 import sys
 
-from experiments.config import compose
-from experiments.figure_spec import plain, x_values
+from experiments.config import compose, figure_of
+from experiments.figure_spec import x_values
 from experiments.kinds import KINDS, PointContext
 
 
 def main(argv: list[str]) -> int:
     cfg = compose(argv)
-    figure = plain(cfg.figure)
+    figure = figure_of(cfg)
     module = importlib.import_module(KINDS[figure["kind"]].partition(":")[0])
     if not hasattr(module, "inputs"):
         print(f"{figure['id']}: kind {figure['kind']} generates its inputs while running")

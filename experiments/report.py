@@ -1,6 +1,10 @@
 """Write REPORT.md: per figure the chart, the paper-vs-reproduced table and each target's
-verdict (met / not met / unstable / by construction / not checkable), from results/ only;
-first, per paper, its claims and their verdicts. ``make report``.
+verdict (met / not met / unstable / scale-sensitive / by construction / not checkable), from
+results/ only; first, per paper, its claims and their verdicts. ``make report``.
+
+A not-met time or rate is also judged on the figure's results at the second scale
+(:func:`second_scale_of`, ``results/medium/``; rule 4 of issue 37); where that scale has not run,
+the first table counts it under "second scale not run".
 
 The charts are redrawn first, by ``python -m figures.plot`` in a child process
 (:func:`experiments.figures.draw_charts`): ``figures`` reads experiments' registry and
@@ -11,14 +15,22 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from datetime import UTC, datetime
+from functools import cache
 
 import pandas as pd
 
 from experiments.config import compose
-from experiments.figure_spec import config_hash, x_label, x_numeric, x_values
+from experiments.figure_spec import (
+    DERIVED_SCALES,
+    config_hash,
+    no_larger_scale,
+    x_label,
+    x_numeric,
+    x_values,
+)
 from experiments.figures import chart_base, draw_charts, figure_ids, load_figure, results_id
 from experiments.results import Point, read_results
-from experiments.targets import evaluate
+from experiments.targets import SecondScale, evaluate
 from runtime.paths import ROOT
 
 
@@ -111,6 +123,34 @@ def missing_points(figure: dict, results: pd.DataFrame, scale: str) -> list[str]
             if (series, round(x_numeric(figure, x), 9)) not in have]
 
 
+@cache
+def _results_root(scale: str) -> str:
+    return compose([f"scale={scale}"]).scale.results_root
+
+
+def second_scale_of(figure_id: str, scale: str = "small") -> SecondScale | None:
+    """The figure's results at the second scale of the verdicts at ``scale`` (the derived scale
+    whose base it is: medium for small), or None where ``scale`` has none. Its stale points
+    (run under other settings) are no results: the figure is then "not run" there."""
+    name = next((n for n, d in DERIVED_SCALES.items() if d.base == scale), None)
+    if name is None:
+        return None
+    figure = load_figure(figure_id, name)
+    same = no_larger_scale(figure, name)
+    if same:
+        return SecondScale(name, scale, None, figure.get("targets"), "same data", same)
+    rows = read_results(_results_root(name), results_id(figure))
+    if rows.empty:
+        return SecondScale(name, scale, None, figure.get("targets"), "not run",
+                           f"not run (`make reproduce-{figure_id.replace('/', '-')} "
+                           f"SCALE={name}`)")
+    stale = stale_points(figure, rows)
+    if stale:
+        return SecondScale(name, scale, None, figure.get("targets"), "not run",
+                           f"not run: {len(stale)} stale point(s)")
+    return SecondScale(name, scale, rows, figure.get("targets"))
+
+
 def _choices(figure: dict) -> list[str]:
     choices = figure.get("choices") or {}
     if not choices:
@@ -121,8 +161,10 @@ def _choices(figure: dict) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
-def figure_section(figure_id: str, scale: str, results: pd.DataFrame) -> tuple[list[str], Counter]:
-    """The figure's part of the report, from its results (its chart drawn beforehand)."""
+def figure_section(figure_id: str, scale: str, results: pd.DataFrame,
+                   second: SecondScale | None = None) -> tuple[list[str], Counter]:
+    """The figure's part of the report, from its results (its chart drawn beforehand) and, for
+    rule 4, its results at the second scale."""
     figure = load_figure(figure_id, scale)
     lines = [f"## {figure_id}: {figure['title']}", ""]
     tally: Counter = Counter()
@@ -139,6 +181,13 @@ def figure_section(figure_id: str, scale: str, results: pd.DataFrame) -> tuple[l
     lines += [f"{len(points)} points ({', '.join(f'{n} {s}' for s, n in points.value_counts().items())});"
               f" commit {commits}; calibration {', '.join(results.calibration_id.dropna().unique())}.",
               ""]
+    if second is not None and second.results is not None:
+        there = second.results.groupby("point_id")["status"].first()
+        lines += [f"At the second scale (scale={second.name}, `{_results_root(second.name)}/`; "
+                  "only for rule 4: a not-met time or rate is judged there too): "
+                  f"{len(there)} points "
+                  f"({', '.join(f'{n} {s}' for s, n in there.value_counts().items())}); commit "
+                  f"{', '.join(sorted(second.results.git_commit.dropna().unique()))}.", ""]
     stale = stale_points(figure, results)
     if stale:
         maker = figure.get("runs_of") or figure_id
@@ -157,8 +206,10 @@ def figure_section(figure_id: str, scale: str, results: pd.DataFrame) -> tuple[l
     lines += ["**Paper vs reproduced (numbers)**", "", *_paper_table(figure, results, scale), ""]
     lines += ["**Targets**", "", "| id | paper's claim | check | reproduced | verdict |",
               "|---|---|---|---|---|"]
-    for v in evaluate(figure.get("targets", []), results):
+    for v in evaluate(figure.get("targets", []), results, second):
         tally[v.verdict if v.counted else "sensitivity"] += 1
+        if v.counted and v.second_scale == "not run":
+            tally[SECOND_NOT_RUN] += 1
         shown = v.verdict if v.counted else f"{v.verdict} (sensitivity)"
         lines.append(f"| {v.id} | {_cell(v.claim)} | {_cell(v.check)} | {_cell(v.measured)} | "
                      f"**{shown}** |")
@@ -176,18 +227,27 @@ def _findings(figure: dict) -> list[str]:
             *[f"- **{tid}**: {_cell(text).strip()}" for tid, text in found], ""]
 
 
+# the counted verdicts, in the first table's order (every claim has exactly one)
+COUNTED = ("met", "not met", "unstable", "scale-sensitive", "by construction", "not checkable")
+# of the not-met times and rates, those whose figure has not run at the second scale yet
+SECOND_NOT_RUN = "second scale not run"
+
+
 def paper_table(papers: dict[str, Counter]) -> list[str]:
     """The first table: per paper, its counted claims and their verdicts."""
-    cols = ("met", "not met", "unstable", "by construction", "not checkable")
-    out = ["| paper | claims | " + " | ".join(cols) + " | sensitivity (not counted) |",
-           "|---|" + "---|" * (len(cols) + 2)]
+    cols = COUNTED
+    out = ["| paper | claims | " + " | ".join(cols) + " | sensitivity (not counted) | "
+           "not met, second scale not run |",
+           "|---|" + "---|" * (len(cols) + 3)]
     total: Counter = Counter()
     for paper, t in sorted(papers.items()):
         total.update(t)
         out.append(f"| {paper} | {sum(t[c] for c in cols)} | " +
-                   " | ".join(str(t[c]) for c in cols) + f" | {t['sensitivity']} |")
+                   " | ".join(str(t[c]) for c in cols) +
+                   f" | {t['sensitivity']} | {t[SECOND_NOT_RUN]} |")
     out.append(f"| **all** | **{sum(total[c] for c in cols)}** | " +
-               " | ".join(f"**{total[c]}**" for c in cols) + f" | {total['sensitivity']} |")
+               " | ".join(f"**{total[c]}**" for c in cols) +
+               f" | {total['sensitivity']} | {total[SECOND_NOT_RUN]} |")
     return out
 
 
@@ -206,12 +266,12 @@ def main(argv: list[str]) -> int:
         return 1
     papers: dict[str, Counter] = {}
     for fid in figure_ids():
-        lines, tally = figure_section(fid, scale, results[fid])
+        lines, tally = figure_section(fid, scale, results[fid], second_scale_of(fid, scale))
         body += lines
         papers.setdefault(fid.split("/")[0], Counter()).update(tally)
-        summary.append(f"| {fid} | {tally['met']} | {tally['not met']} | {tally['unstable']} | "
-                       f"{tally['by construction']} | {tally['not checkable']} | "
-                       f"{tally['sensitivity']} | {'no results' if tally['no results'] else ''} |")
+        summary.append(f"| {fid} | " + " | ".join(str(tally[c]) for c in COUNTED) +
+                       f" | {tally['sensitivity']} | {tally[SECOND_NOT_RUN]} | "
+                       f"{'no results' if tally['no results'] else ''} |")
     header = [
         "# Reproduction report", "",
         f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by `make report` (scale={scale}) from "
@@ -222,12 +282,16 @@ def main(argv: list[str]) -> int:
         "says why, it checks an identity of our own formulas or counts, or the compared "
         "modeled times or counts are identical); it is never counted as met. A target checked "
         "on several seeds is *unstable* when they disagree (every value is shown). A "
-        "*sensitivity* reading of a claim (another reading than the primary one) is shown "
-        "and not counted.", "",
+        "*not met* on a time or a rate is judged again on the figure's results at the second "
+        "scale (`SCALE=medium`: the data 4x, `results/medium/`): met there, it is "
+        "*scale-sensitive*, with both values; not met there, it stays not met, with both; "
+        "where that scale has not run yet, it stays not met and is counted under \"second "
+        "scale not run\". A *sensitivity* reading of a claim (another reading than the "
+        "primary one) is shown and not counted.", "",
         *paper_table(papers), "",
-        "| figure | met | not met | unstable | by construction | not checkable | sensitivity "
-        "(not counted) | note |",
-        "|---|---|---|---|---|---|---|---|",
+        "| figure | " + " | ".join(COUNTED) + " | sensitivity (not counted) | not met, second "
+        "scale not run | note |",
+        "|---|" + "---|" * (len(COUNTED) + 3),
         *summary, "",
     ]
     tmp = out.with_suffix(".tmp")

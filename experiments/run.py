@@ -31,8 +31,8 @@ from hydra.core.override_parser.types import Override
 from omegaconf import DictConfig, read_write
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
-from experiments.config import compose
-from experiments.figure_spec import config_hash, plain, x_label, x_numeric, x_values
+from experiments.config import compose, figure_of
+from experiments.figure_spec import config_hash, x_label, x_numeric, x_values
 from experiments.figures import figure_ids, load_figure, runs_of_mismatch
 from experiments.kinds import (
     ALGORITHM_KINDS,
@@ -124,7 +124,7 @@ def point_context(cfg: DictConfig, figure: dict, series: str, x: Any) -> PointCo
 def _point_of(cfg: DictConfig, job_num: int, total: int) -> tuple[dict, Point, Any, str, str]:
     """The point ``cfg`` names: its figure, Point, results folder, config hash and the tag of
     its progress lines."""
-    figure = plain(cfg.figure)
+    figure = figure_of(cfg)
     series, x = cfg.point.series, cfg.point.x
     require_series(figure, series)
     point = Point(figure["id"], series, x_numeric(figure, x), x_label(x), int(cfg.seed))
@@ -264,7 +264,7 @@ def sweep_plan(argv: list[str]) -> tuple[list[str], int, str, int]:
     plain_overrides = [o.input_line for o in parsed if not o.is_sweep_override()
                        and not o.key_or_group.startswith(("point.", "hydra."))]
     cfg = compose(plain_overrides)
-    figure = plain(cfg.figure)
+    figure = figure_of(cfg)
     added: list[str] = []
     if "point.series" in given:
         series = _sweep_values(given["point.series"])

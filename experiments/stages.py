@@ -14,8 +14,8 @@ import sys
 
 import pandas as pd
 
-from experiments.config import compose
-from experiments.figure_spec import plain, x_values
+from experiments.config import compose, figure_of
+from experiments.figure_spec import x_values
 from experiments.kinds import load_kind
 from experiments.run import (
     UsageError,
@@ -55,7 +55,7 @@ def stages(argv: list[str]) -> tuple[object, pd.DataFrame]:
                        f"spark={opts.get('spark', 'local')}"])
     except Exception as exc:  # an unknown scale or Spark preset: Hydra names the valid ones
         raise UsageError(_first_line(exc)) from None
-    figure = plain(cfg.figure)
+    figure = figure_of(cfg)
     if figure["kind"] != "batch_join":
         raise UsageError(f"{figure['id']} is a {figure['kind']} figure; stages are reported for "
                          "batch_join figures")

@@ -6,7 +6,7 @@ import re
 import sys
 
 from experiments.figures import figure_ids, load_figure, results_id
-from experiments.report import missing_points
+from experiments.report import missing_points, second_scale_of
 from experiments.results import read_results
 from experiments.targets import evaluate
 from runtime.paths import ROOT
@@ -38,10 +38,12 @@ def figure_table(results_root: str = "results") -> str:
             missing = missing_points(fig, res, "small")
             if missing:
                 status += f", {len(missing)} not run"
-            verdicts = [v.verdict for v in evaluate(fig.get("targets", []), res) if v.counted]
-            checked = [v for v in verdicts if v in ("met", "not met", "unstable")]
+            verdicts = [v.verdict for v in evaluate(fig.get("targets", []), res,
+                                                    second_scale_of(fid)) if v.counted]
+            checked = [v for v in verdicts if v in ("met", "not met", "unstable",
+                                                    "scale-sensitive")]
             verdict = f"{verdicts.count('met')} / {len(checked)} (of {len(verdicts)})"
-            for kind in ("unstable", "by construction"):
+            for kind in ("unstable", "scale-sensitive", "by construction"):
                 if kind in verdicts:
                     verdict += f", {verdicts.count(kind)} {kind}"
         star = " ★" if fig.get("headline") else ""

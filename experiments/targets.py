@@ -12,6 +12,12 @@ Seeds: ``replicates: [{series: its replicate series}, ...]`` names the same comp
 seeds (data and operator); the check runs on each, and its verdict counts only if all agree,
 otherwise it is "unstable" with every value. ``sensitivity: <reason>``: a second reading of a
 claim whose primary reading is another target; it is evaluated and shown, never counted.
+
+Scale (rule 4 of the verdicts, issue 37): a counted "not met" on a time or a rate (its metric's
+unit or name says so: :func:`experiments.results.is_time`) is evaluated again on the figure's
+results at the second scale (:class:`SecondScale`); met there, it is "scale-sensitive" with both
+values; otherwise it stays "not met" with both values, or with the reason the second scale has
+none (not run yet, or the same data as this scale).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from typing import Any
 import pandas as pd
 from scipy.stats import spearmanr
 
+from experiments.results import is_time
+
 FAILED = {"oom", "timeout", "overflow"}
 
 
@@ -30,12 +38,27 @@ class Verdict:
     id: str
     claim: str
     check: str
-    verdict: str  # met | not met | unstable | by construction | not checkable
+    verdict: str  # met | not met | unstable | scale-sensitive | by construction | not checkable
     measured: str
     counted: bool = True  # False: a sensitivity reading (shown, not counted as a claim)
+    # a not-met time or rate at the second scale: "" (not one), "not run", "same data",
+    # "flips" (the verdict is scale-sensitive) or the verdict there ("not met", ...)
+    second_scale: str = ""
 
 
-VERDICTS = ("met", "not met", "unstable", "by construction", "not checkable")
+@dataclass
+class SecondScale:
+    """A figure's results at the second scale of rule 4 (issue 37), for verdicts at ``of``."""
+
+    name: str  # the second scale, e.g. "medium"
+    of: str  # the scale whose verdicts it checks, e.g. "small"
+    results: pd.DataFrame | None  # None: no usable results (``missing`` says why)
+    targets: list[dict[str, Any]] | None = None  # resolved at that scale (default: the same)
+    missing: str = "not run"  # "not run", or "same data" where it runs the same inputs
+    why: str = ""  # the reason in words (shown in the measured text)
+
+
+VERDICTS = ("met", "not met", "unstable", "scale-sensitive", "by construction", "not checkable")
 # Result units that are counts of the run's work (what a cost model charges), not settings,
 # times or checks: two series with all of them equal at a point did the same work there.
 COUNT_UNITS = {"count", "rows", "tuples", "bytes", "records", "tasks", "stages"}
@@ -347,21 +370,55 @@ def _replicated(t: dict, spec: dict, results: pd.DataFrame) -> Verdict:
                    f"{first.measured}; replicates: {values}")
 
 
-def evaluate(targets: list[dict[str, Any]], results: pd.DataFrame) -> list[Verdict]:
+def _target(t: dict, results: pd.DataFrame) -> Verdict:
+    """One target's verdict on ``results`` (seeds included), before rule 4 and sensitivity."""
+    spec = dict(t.get("check", {}))
+    kind = spec.get("type", "not_checkable")
+    if kind == "not_checkable":
+        return Verdict(t["id"], t["claim"], "—", "not checkable",
+                       spec.get("reason", "no check defined"))
+    if kind not in CHECKS:
+        raise ValueError(f"target {t['id']}: unknown check type {kind!r}; valid: "
+                         f"{', '.join(CHECKS)}, not_checkable")
+    if t.get("replicates"):
+        return _replicated(t, spec, results)
+    return _one(t, spec, results)
+
+
+def on_time(spec: dict, results: pd.DataFrame) -> bool:
+    """Whether a check is on a time or a rate: its metric's unit (or name) says so."""
+    metric = spec.get("metric")
+    if not metric:
+        return False
+    units = (results.loc[results.metric == metric, "unit"].dropna().unique()
+             if "unit" in results.columns else [])
+    return any(is_time(metric, u) for u in units) if len(units) else is_time(metric, None)
+
+
+def _at_second_scale(v: Verdict, t: dict, results: pd.DataFrame, second: SecondScale) -> Verdict:
+    """Rule 4: a counted not-met time or rate, evaluated again at the second scale."""
+    if v.verdict != "not met" or t.get("sensitivity") or not on_time(t.get("check", {}), results):
+        return v
+    if second.results is None or second.results.empty:
+        v.second_scale = second.missing
+        v.measured += f"; scale={second.name}: {second.why or second.missing}"
+        return v
+    there = next((u for u in second.targets or [] if u["id"] == t["id"]), t)
+    w = _target(there, second.results)
+    both = f"scale={second.of}: {v.measured}; scale={second.name}: {w.verdict} ({w.measured})"
+    if w.verdict == "met":
+        return Verdict(v.id, v.claim, v.check, "scale-sensitive", both, v.counted, "flips")
+    return Verdict(v.id, v.claim, v.check, v.verdict, both, v.counted, w.verdict)
+
+
+def evaluate(targets: list[dict[str, Any]], results: pd.DataFrame,
+             second: SecondScale | None = None) -> list[Verdict]:
+    """Every target's verdict on ``results``; with ``second``, rule 4 for not-met times."""
     verdicts = []
     for t in targets:
-        spec = dict(t.get("check", {}))
-        kind = spec.get("type", "not_checkable")
-        if kind == "not_checkable":
-            v = Verdict(t["id"], t["claim"], "—", "not checkable",
-                        spec.get("reason", "no check defined"))
-        elif kind not in CHECKS:
-            raise ValueError(f"target {t['id']}: unknown check type {kind!r}; valid: "
-                             f"{', '.join(CHECKS)}, not_checkable")
-        elif t.get("replicates"):
-            v = _replicated(t, spec, results)
-        else:
-            v = _one(t, spec, results)
+        v = _target(t, results)
+        if second is not None:
+            v = _at_second_scale(v, t, results, second)
         if t.get("sensitivity"):
             v.counted = False
             v.measured = f"{v.measured} (sensitivity, not counted: {str(t['sensitivity']).strip()})"

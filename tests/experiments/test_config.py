@@ -22,7 +22,7 @@ def test_there_are_figures():
 
 
 @pytest.mark.parametrize("figure_id", FIGURES)
-@pytest.mark.parametrize("scale", ["tiny", "small", "paper"])
+@pytest.mark.parametrize("scale", ["tiny", "small", "medium", "paper"])
 def test_figure_composes(figure_id, scale):
     fig = load_figure(figure_id, scale)
     assert fig["id"] == figure_id
@@ -136,6 +136,31 @@ def test_config_hash_of_a_point_ignores_other_series_and_x_values():
     assert config_hash({**fig, "x": {"param": "b", "values": [0, 1]}}, "small", 0, "s") != base
     changed = {**fig, "series": {"s": {"algorithm": "x", "overrides": {"run.k": 1}}}}
     assert config_hash(changed, "small", 0, "s") != base
+
+
+def test_the_second_scale_is_small_with_4x_the_data_capped_at_the_papers():
+    """``medium`` (rule 4's second scale) is derived, not written per figure: data sizes and a
+    paper's scale_factor grow 4x (never past the paper's), every other setting is small's, and
+    small's own config (so its points' hashes) is untouched."""
+    from experiments.figure_spec import at_scale, by_scale, config_hash, no_larger_scale
+
+    fig = {"id": "p/f", "workload": {"sizes": {"tiny": {"n": 10}, "small": {"n": 100, "sf": 0.05,
+                                                                           "cap": 30},
+                                               "paper": {"n": 10000, "sf": 10, "cap": 50}}},
+           "run": {"scale_factor": {"tiny": 0.0002, "small": 0.002, "paper": 1.0},
+                   "joiners": {"tiny": 16, "small": 64, "paper": 64}, "band": {"small": 1036}},
+           "rules": {"memory_budget_bytes": {"paper": 2.0e9, "scale_with": "sf"}}}
+    medium = at_scale(fig, "medium")
+    assert medium["workload"]["sizes"]["medium"] == {"n": 400, "sf": 0.2, "cap": 50}
+    assert by_scale(medium["run"]["scale_factor"], "medium") == 0.008
+    assert by_scale(medium["run"]["joiners"], "medium") == 64
+    assert by_scale(medium["run"]["band"], "medium") == 1036
+    assert at_scale(fig, "small") is fig and "medium" not in fig["run"]["joiners"]
+    assert config_hash(at_scale(fig, "small"), "small", 0) == config_hash(fig, "small", 0)
+    assert no_larger_scale(fig, "medium") is None
+    paper_sized = {"workload": {"sizes": {"small": {"n": 100}, "paper": {"n": 100}}}}
+    assert "same data" in no_larger_scale(paper_sized, "medium")
+    assert compose(["scale=medium"]).scale.results_root == "results/medium"
 
 
 RUNS_OF = [f for f in FIGURES if load_figure(f).get("runs_of")]

@@ -242,3 +242,65 @@ def test_an_identity_is_never_met_and_a_sensitivity_reading_is_not_counted():
     a, b = evaluate([ident, sens], SEEDS)
     assert a.verdict == "by construction" and "identity: 5:4" in a.measured
     assert b.verdict == "met" and not b.counted and "not counted" in b.measured
+
+
+# Rule 4 (scale): a not-met time or rate is judged again at the second scale.
+SLOWER = {"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "min": 2.0}
+
+
+def _scaled(a: float, b: float, unit: str) -> pd.DataFrame:
+    return _results({"a": {0.0: a}, "b": {0.0: b}}).assign(unit=unit)
+
+
+def _second(results: pd.DataFrame | None, missing: str = "not run"):
+    from experiments.targets import SecondScale
+
+    return SecondScale("medium", "small", results, missing=missing)
+
+
+def _rule4(small: pd.DataFrame, second, check: dict = SLOWER):
+    return evaluate([{"id": "T", "claim": "c", "check": check}], small, second)[0]
+
+
+def test_a_not_met_time_that_is_met_at_the_second_scale_is_scale_sensitive():
+    v = _rule4(_scaled(3.0, 2.0, "modeled s"), _second(_scaled(5.0, 2.0, "modeled s")))
+    assert v.verdict == "scale-sensitive" and v.counted and v.second_scale == "flips"
+    assert v.measured == ("scale=small: a/b at 0: 1.5; scale=medium: met (a/b at 0: 2.5)")
+
+
+def test_a_not_met_rate_that_holds_at_the_second_scale_stays_not_met_with_both_values():
+    v = _rule4(_scaled(3.0, 2.0, "tuples per modeled s"),
+               _second(_scaled(3.2, 2.0, "tuples per modeled s")))
+    assert v.verdict == "not met" and v.second_scale == "not met"
+    assert "scale=small: a/b at 0: 1.5" in v.measured and "scale=medium: not met (a/b at 0: 1.6)" \
+        in v.measured
+
+
+def test_a_count_target_is_never_scale_sensitive():
+    v = _rule4(_scaled(3.0, 2.0, "tuples"), _second(_scaled(5.0, 2.0, "tuples")))
+    assert v.verdict == "not met" and v.second_scale == "" and v.measured == "a/b at 0: 1.5"
+
+
+def test_a_not_met_time_without_second_scale_results_is_not_met_and_marked_not_run():
+    v = _rule4(_scaled(3.0, 2.0, "modeled s"), _second(None))
+    assert v.verdict == "not met" and v.second_scale == "not run"
+    assert v.measured.endswith("; scale=medium: not run")
+    same = _rule4(_scaled(3.0, 2.0, "modeled s"), _second(None, missing="same data"))
+    assert same.verdict == "not met" and same.second_scale == "same data"
+    # a met time, or a sensitivity reading, is not looked at again
+    met = _rule4(_scaled(5.0, 2.0, "modeled s"), _second(None))
+    assert met.verdict == "met" and met.second_scale == ""
+    sens = evaluate([{"id": "T", "claim": "c", "check": SLOWER, "sensitivity": "r"}],
+                    _scaled(3.0, 2.0, "modeled s"), _second(None))[0]
+    assert sens.second_scale == "" and not sens.counted
+
+
+def test_the_first_table_counts_scale_sensitive_claims_and_second_scales_not_run():
+    from collections import Counter
+
+    from experiments.report import paper_table
+
+    lines = paper_table({"p": Counter({"met": 2, "not met": 3, "scale-sensitive": 1,
+                                       "second scale not run": 2, "sensitivity": 4})})
+    assert "| scale-sensitive |" in lines[0] and lines[0].endswith("second scale not run |")
+    assert lines[2] == "| p | 6 | 2 | 3 | 0 | 1 | 0 | 0 | 4 | 2 |"
