@@ -9,9 +9,13 @@ pre-joined side in R and LINEITEM in S, kept here.
 
 Rates: the paper runs "asymmetric input rates ... in which case the data volume per second in
 each stream remains almost the same", so phi_R chi_R = phi_S chi_S with chi the projected
-tuple sizes (:data:`PROJECTED_BYTES`). The paper's rate is one number and does not say whether
-it is per stream or the total (``rate_reading``: ``total``, the default, splits ``rate``
-between the streams; ``per_stream`` makes the total twice the rate). Arrivals are evenly
+tuple sizes (:data:`PROJECTED_BYTES`). Which bytes are the "data volume" is not said: with
+``stored_overhead_bytes`` (o) the volume is the stored tuple's, projected bytes plus o, so
+phi_R (chi_R + o) = phi_S (chi_S + o): equal memory per second on both streams (the figure
+base's memory readings; 0, the default, balances the projected bytes). The paper's rate is
+one number and does not say whether it is per stream or the total (``rate_reading``:
+``total``, the default, splits ``rate`` between the streams; ``per_stream`` makes the total
+twice the rate). Arrivals are evenly
 spaced on each stream (a rate-controlled feed), ``t`` in seconds; ``profile`` varies the rate
 over time (minute, multiplier points, linear between them: Fig 12's rate profile).
 
@@ -63,6 +67,7 @@ class Params:
     tuples: int = 100_000
     rate: float = 10_000.0
     rate_reading: str = "total"
+    stored_overhead_bytes: float = 0.0  # > 0: balance stored bytes (projected + this) per second
     profile: tuple[tuple[float, ...], ...] = ()  # ((minute, multiplier), ...): linear between
     minutes: float = 0.0  # > 0: the streams span this long (``tuples`` is then ignored)
     seed: int = 0
@@ -70,8 +75,9 @@ class Params:
     def __post_init__(self) -> None:
         check(self.query in PROJECTED_BYTES,
               f"query must be one of {', '.join(PROJECTED_BYTES)}")
-        check(self.sf > 0 and self.tuples >= 0 and self.rate > 0 and self.minutes >= 0,
-              "sf and rate must be > 0, tuples and minutes >= 0")
+        check(self.sf > 0 and self.tuples >= 0 and self.rate > 0 and self.minutes >= 0
+              and self.stored_overhead_bytes >= 0,
+              "sf and rate must be > 0, tuples, minutes and stored_overhead_bytes >= 0")
         check(self.rate_reading in ("total", "per_stream"),
               "rate_reading must be total or per_stream")
         pts = [tuple(p) for p in self.profile]
@@ -81,8 +87,9 @@ class Params:
 
 
 def stream_rates(p: Params) -> tuple[float, float]:
-    """(phi_R, phi_S) in tuples per second: equal bytes per second on both streams."""
-    chi_r, chi_s = PROJECTED_BYTES[p.query]
+    """(phi_R, phi_S) in tuples per second: equal bytes per second on both streams (the
+    projected bytes, plus ``stored_overhead_bytes`` per tuple when memory is balanced)."""
+    chi_r, chi_s = (b + p.stored_overhead_bytes for b in PROJECTED_BYTES[p.query])
     total = p.rate * (2 if p.rate_reading == "per_stream" else 1)
     return total * chi_s / (chi_r + chi_s), total * chi_r / (chi_r + chi_s)
 

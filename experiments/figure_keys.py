@@ -43,6 +43,7 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                            "micro_batches", "model", "units", "contrand", "window",
                            "archive_share", "delay", "elastic", "t_high", "t_low", "psi",
                            "check_every", "confirmations", "scaling_scope", "quiet_minutes",
+                           "stream_balance",
                            "search", "row",
                            "memory_cliff", "throughput_within_millions", "aggregation",
                            "punctuation_every",

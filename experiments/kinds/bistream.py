@@ -10,7 +10,9 @@ windowed joins with the chained index), ``memory_cliff`` (units past C work from
 ``throughput_within_millions`` and ``dataset`` (throughput over the stream's start: Figs 7
 and 8), ``aggregation`` (App. B's online aggregate: ``period``, ``mergers`` and the
 sensitivity's ``periods`` / ``merger_tasks``), the 2PS keys (``scaling_scope``: Eq. 7's k
-per subgroup or cluster-wide), and the figure base's rules:
+per subgroup or cluster-wide), ``stream_balance`` (which bytes per second the two streams
+share equally: ``projected``, the default, or ``stored``: equal memory per stream, the
+symmetric reading of the figure base's choices.memory_reading), and the figure base's rules:
 ``scale_factor`` per scale, ``capacity_gb`` (C per unit), ``tuple_overhead_bytes``.
 
 One scaling rule for the paper: the small scale multiplies the unit capacity C and the input
@@ -400,6 +402,22 @@ def scale_rate(params: dict, factor: float) -> float:
     return rate_factor
 
 
+STREAM_BALANCES = ("projected", "stored")
+
+
+def balance_streams(params: dict, run: dict) -> None:
+    """The memory reading on a stream's ``params`` (in place): with ``stream_balance: stored``
+    the generator balances the streams' stored bytes per second (projected bytes plus the
+    memory rule's ``tuple_overhead_bytes``: equal memory per stream), with ``projected`` (the
+    default) their projected bytes."""
+    balance = str(run.get("stream_balance", "projected"))
+    if balance not in STREAM_BALANCES:
+        raise ValueError(f"run.stream_balance must be one of {', '.join(STREAM_BALANCES)}, "
+                         f"not {balance!r}")
+    if balance == "stored":
+        params["stored_overhead_bytes"] = float(run["tuple_overhead_bytes"])
+
+
 @dataclass
 class Setup:
     """One point's inputs and setting, at this scale."""
@@ -434,6 +452,7 @@ def _setup(pc: PointContext) -> Setup:
     by_x = plain(OmegaConf.create(dict(wl.get("params_by_x") or {})))
     params.update(by_x.get(str(pc.x), {}))  # e.g. Table 4's query and rate per row
     rate_factor = scale_rate(params, factor)
+    balance_streams(params, run)
     params.setdefault("seed", pc.seed)
     folder = Path(materialize("bistream_streams", params, progress=pc.progress))
     # App. B's aggregates need the streams' group-by attributes

@@ -13,7 +13,14 @@ import pytest
 
 from datagen.bistream_streams import PROJECTED_BYTES, generate
 from experiments.figures import load_figure
-from experiments.kinds.bistream import crossing, scale_rate, settings_label
+from experiments.kinds.bistream import (
+    _first_unit_crossing,
+    _per_batch,
+    balance_streams,
+    crossing,
+    scale_rate,
+    settings_label,
+)
 from figures.plot import plot_figure
 from runtime.paths import ROOT
 
@@ -115,3 +122,69 @@ def test_tiny_aggregation_and_latency_points(tmp_path):
     assert (q[names].diff(axis=1).iloc[:, 1:] >= 0).all().all()
     png = plot_figure("bistream/fig9", "tiny", str(tmp_path))
     assert png is not None and png.exists()
+
+
+def _fill_volume(r: pd.DataFrame, s: pd.DataFrame, model: str, units: int,
+                 mem: tuple[float, float], capacity: float) -> float:
+    """Input tuples at which the first unit of JBx / JMx reaches ``capacity`` (the kind's
+    measure), on the local engine."""
+    from joins.online import run_stream
+
+    res = run_stream(None, r, s, operator={"jb": "join_biclique", "jm": "join_matrix"}[model],
+                     joiners=units, batch_size=300, seed=0, progress=False, backend="local",
+                     tuple_bytes=mem, time="t")
+    per = _per_batch(res.metrics)
+    volume = (per["r_seen"] + per["s_seen"]).to_numpy(float)
+    return _first_unit_crossing(res.metrics, per, volume, capacity)
+
+
+def test_equal_memory_per_stream_gives_the_symmetric_capacities(tmp_path):
+    """The two memory readings (the figure base's choices.memory_reading) on Q7: balancing
+    the stored bytes (overhead 291) fills JB16's two sides together, at 16 C over the
+    tuples' harmonic-mean size, and JM16 (each tuple stored 4 times) at a quarter of that,
+    Eqs. 1-2's symmetric model; balancing the projected bytes (overhead 248) leaves
+    LINEITEM's units to fill first and JB16 holding 3.4x JM16, as before."""
+    chi_r, chi_s = PROJECTED_BYTES["eq7"]
+    out = {}
+    for balance, o in (("stored", 291.0), ("projected", 248.0)):
+        params = {"query": "eq7", "sf": 0.01, "tuples": 40000, "rate": 1000.0}
+        balance_streams(params, {"stream_balance": balance, "tuple_overhead_bytes": o})
+        assert ("stored_overhead_bytes" in params) == (balance == "stored")
+        generate(params, tmp_path / balance)
+        r, s = (pd.read_parquet(tmp_path / balance / f"{t}.parquet", columns=["key", "t"])
+                for t in "RS")
+        mem = (chi_r + o, chi_s + o)
+        mean = 2 / (1 / mem[0] + 1 / mem[1])  # bytes per tuple when memory is balanced
+        capacity = 25000 * mean / 16  # JB16 full at 25K of the 40K tuples if balanced
+        out[balance] = (mem, capacity, mean, r, s,
+                        *(_fill_volume(r, s, m, 16, mem, capacity) for m in ("jb", "jm")))
+    mem, capacity, mean, r, s, jb16, jm16 = out["stored"]
+    assert abs(len(r) * mem[0] / (len(s) * mem[1]) - 1) < 0.01  # equal memory per second
+    assert jb16 == pytest.approx(16 * capacity / mean, rel=0.06)  # random routing's spread
+    assert jm16 == pytest.approx(4 * capacity / mean, rel=0.02)
+    assert jm16 / jb16 == pytest.approx(0.25, rel=0.06)
+    mem, capacity, mean, r, s, jb16, jm16 = out["projected"]
+    assert abs(len(r) * chi_r / (len(s) * chi_s) - 1) < 0.01  # equal projected bytes
+    share_s = len(s) / (len(r) + len(s))  # 59%: LINEITEM's 8 units fill first
+    assert jb16 == pytest.approx(8 * capacity / (share_s * mem[1]), rel=0.06)
+    assert 3.2 < jb16 / jm16 < 3.6
+    with pytest.raises(ValueError, match="stream_balance"):
+        balance_streams({}, {"stream_balance": "tuples", "tuple_overhead_bytes": 1.0})
+
+
+def test_the_symmetric_overhead_is_the_memory_rule_s_anchor():
+    """The overhead of the stored-bytes reading comes from the memory rule's one anchor (Fig
+    10's JB16 holds 76M Q7 tuples at C = 1.5 GB): with both sides full, 1/(29 + o) +
+    1/(20 + o) = 76M / (8 C), o = 291, the value every primary series of Figs 6a, 10, 15,
+    16 and Table 4 sets."""
+    chi_r, chi_s = PROJECTED_BYTES["eq7"]
+    need = 76e6 / (8 * 1.5e9)  # sum of the two sides' tuples per byte
+    a, d = (chi_r + chi_s) / 2, (chi_r - chi_s) / 2  # 2a' / (a'^2 - d^2) = need, a' = a + o
+    o = 1 / need + np.sqrt(1 / need**2 + d * d) - a
+    assert round(o) == 291
+    for fig in ("fig6a", "fig10", "fig15", "fig16", "table4"):
+        series = load_figure(f"bistream/{fig}", "small")["series"]
+        primary = {k: v["overrides"] for k, v in series.items() if k.endswith("_sym")}
+        assert primary and all(v["run.stream_balance"] == "stored"
+                                and v["run.tuple_overhead_bytes"] == round(o)
+                                for v in primary.values())
