@@ -304,3 +304,13 @@ def test_the_first_table_counts_scale_sensitive_claims_and_second_scales_not_run
                                        "second scale not run": 2, "sensitivity": 4})})
     assert "| scale-sensitive |" in lines[0] and lines[0].endswith("second scale not run |")
     assert lines[2] == "| p | 6 | 2 | 3 | 0 | 1 | 0 | 0 | 4 | 2 |"
+
+
+def test_a_spearman_exactly_at_its_threshold_is_met():
+    """Over 5 points the ranks (3, 4, 1, 2, 0) give rho = -0.8 exactly; scipy returns
+    -0.7999999999999999, which must not fail a trend that asks for at least 0.8."""
+    r = _results({"a": dict(zip([0.0, 1.0, 2.0, 3.0, 4.0], [3.0, 4.0, 1.0, 2.0, 0.0],
+                                strict=True))})
+    check = {"type": "trend", "metric": "t", "series": "a", "direction": "decreasing",
+             "min_spearman": 0.8}
+    assert evaluate([{"id": "T", "claim": "c", "check": check}], r)[0].verdict == "met"
