@@ -16,10 +16,15 @@ def test_prepare_lists_each_distinct_input_of_an_online_figure_once(monkeypatch,
     monkeypatch.setattr(datagen, "materialize",
                         lambda gen, params, **kw: calls.append((gen, params)) or "FOLDER")
     assert prepare.main(["figure=squall/table2", "scale=tiny"]) == 0
-    # 6 series x 2 z values at tiny, but the algorithm does not change the input: 4 inputs
-    got = sorted((g, p["query"], float(p["z"]), p["sf"], p["seed"]) for g, p in calls)
-    assert got == [("squall_query", q, z, 0.002, 0) for q in ("eq5", "eq7") for z in (0.0, 1.0)]
-    assert capsys.readouterr().out.count("squall/table2: squall_query -> FOLDER") == 4
+    # 14 series x 2 z values at tiny, but the algorithm does not change the input: one input
+    # per query, z and skew reading (seed 0), and E_Q7's two replicate seeds: 12 inputs
+    got = sorted((g, p["query"], float(p["z"]), p["sf"], p["skew"], p["seed"]) for g, p in calls)
+    want = [("squall_query", q, z, 0.002, skew, 0) for q in ("eq5", "eq7") for z in (0.0, 1.0)
+            for skew in ("foreign_keys", "query_columns")]
+    want += [("squall_query", "eq7", z, 0.002, "query_columns", seed) for z in (0.0, 1.0)
+             for seed in (1, 2)]
+    assert got == sorted(want)
+    assert capsys.readouterr().out.count("squall/table2: squall_query -> FOLDER") == 12
 
 
 def test_prepare_produces_an_online_figure_input(tmp_path, monkeypatch, capsys):

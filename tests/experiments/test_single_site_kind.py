@@ -34,7 +34,8 @@ def test_a_tiny_fig10_point_per_series(tmp_path):
     assert (v["online_results"] <= v["total_results"]).all()
     assert (v["memory_max"] <= v["memory_budget_tuples"]).all()
     pauses = [s for s in v.index if "pauses" in s]  # WaitThresh read as: only injected pauses
-    assert len(pauses) == 7 and (v.loc[pauses, "reactive_episodes"] == 0).all()
+    # the seven readings, and DINER's and RPJ's seed replicates of T5-rpj (rule 3)
+    assert len(pauses) == 7 + 4 and (v.loc[pauses, "reactive_episodes"] == 0).all()
     assert v.loc["diner", "reactive_episodes"] > 0
     assert (v.loc[["hmj_pauses", "rpj_pauses", "hmj", "rpj"], "n_part"] == 10).all()
     assert v.loc["hmj_pauses_1000", "n_part"] == 1000
