@@ -106,6 +106,7 @@ def test_a_tiny_point_past_capacity_is_charged_and_still_exact(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.stress  # a long end-to-end run (64 s): make stress, keeping make test under 20 min
 def test_tiny_aggregation_and_latency_points(tmp_path):
     """Fig 14: one view message per result unbatched, fewer batched; Fig 9's latency
     quantiles are ordered and drawn as box plots."""
