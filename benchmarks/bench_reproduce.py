@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,31 +80,6 @@ def _committed(path: Path):
     return pd.read_parquet(io.BytesIO(shown.stdout) if shown.returncode == 0 else path)
 
 
-def run_one(family: str, out: Path) -> dict:
-    import pandas as pd
-
-    figure, series, x = POINTS[family]
-    published = _point_file(ROOT / "results", figure, series, x)
-    if published is None:
-        raise SystemExit(f"{family}: no published point {figure} {series} x={x}")
-    cmd = [sys.executable, "-m", "experiments.run", f"figure={figure}",
-           f"point.series={series}", f"point.x={x}", "scale=small", "force=true",
-           f"results_root={out}", "progress=false"]
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    elapsed = time.perf_counter() - t0
-    if done.returncode != 0:
-        raise SystemExit(f"{family}: {' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
-    new_path = _point_file(out, figure, series, x)
-    old, new = _committed(published), pd.read_parquet(new_path)
-    rows, differ = compare_counts(old, new)
-    was, now = float(old["wall_time_s"].iloc[0]), float(new["wall_time_s"].iloc[0])
-    return dict(family=family, figure=figure, series=series, x=x, published_s=was,
-                new_s=now, speedup=was / now if now else float("nan"), process_s=elapsed,
-                rows_compared=rows, rows_differ=len(differ), differ=differ[:5],
-                status=str(new["status"].iloc[0]))
-
-
 def _worktree(rev: str) -> Path:
     """A detached checkout of ``rev`` whose scratch/ is this checkout's (same input cache)."""
     sha = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, text=True,
@@ -118,8 +94,10 @@ def _worktree(rev: str) -> Path:
     return tree
 
 
-def _run_point(code: Path, family: str, out: Path, extra: list[str]) -> tuple[float, object]:
-    """Run ``family``'s point with the code in ``code``; its wall time and result rows."""
+def _run_point(code: Path, family: str, out: Path,
+               extra: Sequence[str] = ()) -> tuple[object, float]:
+    """Run ``family``'s point as ``make reproduce`` does, with the code in ``code``, into
+    ``out``; its result rows and the process's seconds."""
     import pandas as pd
 
     figure, series, x = POINTS[family]
@@ -127,11 +105,27 @@ def _run_point(code: Path, family: str, out: Path, extra: list[str]) -> tuple[fl
            f"point.series={series}", f"point.x={x}", "scale=small", "force=true",
            f"results_root={out}", "progress=false", *extra]
     env = {**os.environ, "PYTHONPATH": str(code)}
+    t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"{family}: {' '.join(cmd)} in {code} failed:\n{done.stderr[-2000:]}")
-    rows = pd.read_parquet(_point_file(out, figure, series, x))
-    return float(rows["wall_time_s"].iloc[0]), rows
+    return pd.read_parquet(_point_file(out, figure, series, x)), elapsed
+
+
+def run_one(family: str, out: Path) -> dict:
+    figure, series, x = POINTS[family]
+    published = _point_file(ROOT / "results", figure, series, x)
+    if published is None:
+        raise SystemExit(f"{family}: no published point {figure} {series} x={x}")
+    new, elapsed = _run_point(ROOT, family, out)
+    old = _committed(published)
+    rows, differ = compare_counts(old, new)
+    was, now = float(old["wall_time_s"].iloc[0]), float(new["wall_time_s"].iloc[0])
+    return dict(family=family, figure=figure, series=series, x=x, published_s=was,
+                new_s=now, speedup=was / now if now else float("nan"), process_s=elapsed,
+                rows_compared=rows, rows_differ=len(differ), differ=differ[:5],
+                status=str(new["status"].iloc[0]))
 
 
 def main_ab(families: list[str], rev: str, repeat: int, same_work: bool = True) -> int:
@@ -149,8 +143,8 @@ def main_ab(families: list[str], rev: str, repeat: int, same_work: bool = True) 
         for _ in range(repeat):
             for side, code in (("base", base), ("head", ROOT)):
                 extra = SAME_WORK.get(family, []) if side == "head" and same_work else []
-                wall, rows[side] = _run_point(code, family, out / side, extra)
-                walls[side].append(wall)
+                rows[side], _ = _run_point(code, family, out / side, extra)
+                walls[side].append(float(rows[side]["wall_time_s"].iloc[0]))
         n, differ = compare_counts(rows["base"], rows["head"])
         was, now = statistics.median(walls["base"]), statistics.median(walls["head"])
         figure, series, x = POINTS[family]

@@ -64,11 +64,12 @@ def resolve_scaled(tree: Any, scale: str) -> Any:
     return tree
 
 
-def _grown(value: Any, paper: Any, factor: float) -> Any:
-    """A data size of the base scale multiplied by ``factor``, at most the paper's size."""
+def grown_sizes(value: Any, paper: Any, factor: float) -> Any:
+    """A data size (or a dict of them) multiplied by ``factor``, at most the paper's size
+    (``paper``: None, no cap); an integer size stays an integer."""
     if isinstance(value, dict):
         paper = paper if isinstance(paper, dict) else {}
-        return {k: _grown(v, paper.get(k), factor) for k, v in value.items()}
+        return {k: grown_sizes(v, paper.get(k), factor) for k, v in value.items()}
     if isinstance(value, bool) or not isinstance(value, int | float):
         return value
     grown = value * factor
@@ -89,7 +90,7 @@ def at_scale(figure: dict, scale: str) -> dict:
     def fill(node: Any, path: tuple[str, ...]) -> Any:
         if is_per_scale(node) and scale not in node and derived.base in node:
             base = node[derived.base]
-            node[scale] = (_grown(base, node.get("paper"), derived.data_factor)
+            node[scale] = (grown_sizes(base, node.get("paper"), derived.data_factor)
                            if path in DATA_SIZE_PATHS else copy.deepcopy(base))
         if isinstance(node, dict):
             for k, v in node.items():

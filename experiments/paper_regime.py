@@ -101,14 +101,22 @@ def paper_factors(figure: dict, scale: str, generator: str,
                    float(by_scale(executors, "paper")))
 
 
+def regime_tables(tasks, executors: int, costs: BatchCosts, schedule: str, f_in: float,
+                  f_out: float) -> tuple[Any, Any]:
+    """The plan's stage tables with each task's counts grown by the rule (records and shuffle
+    bytes by f_in, rows produced by f_out), and with rows produced grown by f_in instead (the
+    sensitivity)."""
+    return (stage_table(scaled_counts(tasks, f_in, f_out), executors, costs, schedule),
+            stage_table(scaled_counts(tasks, f_in, f_in), executors, costs, schedule))
+
+
 def regime_metrics(tasks, executors: int, costs: BatchCosts, schedule: str,
-                   f_in: float, f_out: float) -> dict[str, tuple[float, str]]:
-    """The point's per-task share as run; its modeled time and per-task share with each task's
-    counts grown by the rule (records and shuffle bytes by f_in, rows produced by f_out), and
-    its time with rows produced grown by f_in instead (the sensitivity)."""
-    as_run = stage_table(tasks, executors, costs, schedule)
-    regime = stage_table(scaled_counts(tasks, f_in, f_out), executors, costs, schedule)
-    records = stage_table(scaled_counts(tasks, f_in, f_in), executors, costs, schedule)
+                   f_in: float, f_out: float, as_run=None) -> dict[str, tuple[float, str]]:
+    """The point's per-task share as run (``as_run``: its stage table, when the caller has it);
+    its modeled time and per-task share in the regime, and the sensitivity's time."""
+    if as_run is None:
+        as_run = stage_table(tasks, executors, costs, schedule)
+    regime, records = regime_tables(tasks, executors, costs, schedule, f_in, f_out)
     return {
         "per_task_share": (per_task_share(as_run), "ratio"),
         "modeled_time_regime": (float(regime["modeled_s"].sum()), "modeled s"),

@@ -17,13 +17,13 @@ import sys
 import pandas as pd
 
 from experiments.config import compose
-from experiments.figure_spec import plain
+from experiments.figure_spec import grown_sizes, plain
 from experiments.kinds import load_kind
 from experiments.kinds.batch_join import point_settings
-from experiments.paper_regime import factors
+from experiments.paper_regime import factors, regime_tables
 from experiments.run import UsageError, point_context, require_figure, require_series
 from experiments.stages import _x
-from runtime.cost_model import per_task_share, scaled_counts, stage_table
+from runtime.cost_model import per_task_share
 
 USAGE = ("usage: python -m experiments.regime_check figure=<paper>/<fig> series=<series> x=<x> "
          "[factor=4] [scale=small]")
@@ -34,9 +34,7 @@ def grown(figure: dict, scale: str, factor: float) -> dict:
     """The figure with its data sizes at ``scale`` multiplied by ``factor`` (budgets that scale
     with the sizes follow them; executors, thresholds and partitions stay)."""
     out = copy.deepcopy(figure)
-    sizes = out["workload"]["sizes"][scale]
-    for name, value in sizes.items():
-        sizes[name] = int(round(float(value) * factor))
+    out["workload"]["sizes"][scale] = grown_sizes(out["workload"]["sizes"][scale], None, factor)
     return out
 
 
@@ -85,10 +83,8 @@ def check(argv: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     e = int(small.metrics["executors"][0])
     f_in, f_out = factors(wl["generator"], wl["params"], target, e, e)
     schedule = point_settings(pc)["run"].get("schedule", "list")
-    costs = pc.calibration.batch
-    extrap = stage_table(scaled_counts(small.tasks, f_in, f_out), e, costs, schedule)
-    real = stage_table(large.tasks, e, costs, schedule)
-    records = stage_table(scaled_counts(small.tasks, f_in, f_in), e, costs, schedule)
+    extrap, records = regime_tables(small.tasks, e, pc.calibration.batch, schedule, f_in, f_out)
+    real = large.stages  # the larger run's own stage table, as the kind made it
     summary = {"f_in": f_in, "f_out": f_out,
                "modeled_small": float(small.stages["modeled_s"].sum()),
                "modeled_real": float(real["modeled_s"].sum()),

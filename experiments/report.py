@@ -30,7 +30,7 @@ from experiments.figure_spec import (
 )
 from experiments.figures import chart_base, draw_charts, figure_ids, load_figure, results_id
 from experiments.results import Point, read_results
-from experiments.targets import SecondScale, evaluate
+from experiments.targets import VERDICTS, SecondScale, evaluate
 from runtime.paths import ROOT
 
 
@@ -128,27 +128,28 @@ def _results_root(scale: str) -> str:
     return compose([f"scale={scale}"]).scale.results_root
 
 
-def second_scale_of(figure_id: str, scale: str = "small") -> SecondScale | None:
-    """The figure's results at the second scale of the verdicts at ``scale`` (the derived scale
-    whose base it is: medium for small), or None where ``scale`` has none. Its stale points
-    (run under other settings) are no results: the figure is then "not run" there."""
+def second_scale_of(figure: dict, scale: str = "small") -> SecondScale | None:
+    """The results of ``figure`` (as loaded at ``scale``) at the second scale of its verdicts
+    (the derived scale whose base ``scale`` is: medium for small), or None where ``scale`` has
+    none. Its stale points (run under other settings) are no results: the figure is then "not
+    run" there. The figure is composed at the second scale only where it has results there."""
     name = next((n for n, d in DERIVED_SCALES.items() if d.base == scale), None)
     if name is None:
         return None
-    figure = load_figure(figure_id, name)
     same = no_larger_scale(figure, name)
     if same:
-        return SecondScale(name, scale, None, figure.get("targets"), "same data", same)
+        return SecondScale(name, scale, None, None, "same data", same)
     rows = read_results(_results_root(name), results_id(figure))
     if rows.empty:
-        return SecondScale(name, scale, None, figure.get("targets"), "not run",
-                           f"not run (`make reproduce-{figure_id.replace('/', '-')} "
+        return SecondScale(name, scale, None, None, "not run",
+                           f"not run (`make reproduce-{figure['id'].replace('/', '-')} "
                            f"SCALE={name}`)")
-    stale = stale_points(figure, rows)
+    there = load_figure(figure["id"], name)
+    stale = stale_points(there, rows)
     if stale:
-        return SecondScale(name, scale, None, figure.get("targets"), "not run",
+        return SecondScale(name, scale, None, None, "not run",
                            f"not run: {len(stale)} stale point(s)")
-    return SecondScale(name, scale, rows, figure.get("targets"))
+    return SecondScale(name, scale, rows, there.get("targets"))
 
 
 def _choices(figure: dict) -> list[str]:
@@ -161,11 +162,12 @@ def _choices(figure: dict) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
-def figure_section(figure_id: str, scale: str, results: pd.DataFrame,
-                   second: SecondScale | None = None) -> tuple[list[str], Counter]:
+def figure_section(figure_id: str, scale: str,
+                   results: pd.DataFrame) -> tuple[list[str], Counter]:
     """The figure's part of the report, from its results (its chart drawn beforehand) and, for
     rule 4, its results at the second scale."""
     figure = load_figure(figure_id, scale)
+    second = second_scale_of(figure, scale)
     lines = [f"## {figure_id}: {figure['title']}", ""]
     tally: Counter = Counter()
     if results.empty:
@@ -227,15 +229,13 @@ def _findings(figure: dict) -> list[str]:
             *[f"- **{tid}**: {_cell(text).strip()}" for tid, text in found], ""]
 
 
-# the counted verdicts, in the first table's order (every claim has exactly one)
-COUNTED = ("met", "not met", "unstable", "scale-sensitive", "by construction", "not checkable")
 # of the not-met times and rates, those whose figure has not run at the second scale yet
 SECOND_NOT_RUN = "second scale not run"
 
 
 def paper_table(papers: dict[str, Counter]) -> list[str]:
     """The first table: per paper, its counted claims and their verdicts."""
-    cols = COUNTED
+    cols = VERDICTS  # the counted verdicts: every claim has exactly one
     out = ["| paper | claims | " + " | ".join(cols) + " | sensitivity (not counted) | "
            "not met, second scale not run |",
            "|---|" + "---|" * (len(cols) + 3)]
@@ -266,10 +266,10 @@ def main(argv: list[str]) -> int:
         return 1
     papers: dict[str, Counter] = {}
     for fid in figure_ids():
-        lines, tally = figure_section(fid, scale, results[fid], second_scale_of(fid, scale))
+        lines, tally = figure_section(fid, scale, results[fid])
         body += lines
         papers.setdefault(fid.split("/")[0], Counter()).update(tally)
-        summary.append(f"| {fid} | " + " | ".join(str(tally[c]) for c in COUNTED) +
+        summary.append(f"| {fid} | " + " | ".join(str(tally[c]) for c in VERDICTS) +
                        f" | {tally['sensitivity']} | {tally[SECOND_NOT_RUN]} | "
                        f"{'no results' if tally['no results'] else ''} |")
     header = [
@@ -289,9 +289,9 @@ def main(argv: list[str]) -> int:
         "scale not run\". A *sensitivity* reading of a claim (another reading than the "
         "primary one) is shown and not counted.", "",
         *paper_table(papers), "",
-        "| figure | " + " | ".join(COUNTED) + " | sensitivity (not counted) | not met, second "
+        "| figure | " + " | ".join(VERDICTS) + " | sensitivity (not counted) | not met, second "
         "scale not run | note |",
-        "|---|" + "---|" * (len(COUNTED) + 3),
+        "|---|" + "---|" * (len(VERDICTS) + 3),
         *summary, "",
     ]
     tmp = out.with_suffix(".tmp")

@@ -39,7 +39,7 @@ def figure_table(results_root: str = "results") -> str:
             if missing:
                 status += f", {len(missing)} not run"
             verdicts = [v.verdict for v in evaluate(fig.get("targets", []), res,
-                                                    second_scale_of(fid)) if v.counted]
+                                                    second_scale_of(fig)) if v.counted]
             checked = [v for v in verdicts if v in ("met", "not met", "unstable",
                                                     "scale-sensitive")]
             verdict = f"{verdicts.count('met')} / {len(checked)} (of {len(verdicts)})"

@@ -160,7 +160,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     regime = paper_factors(pc.figure, pc.scale, wl["generator"], wl["params"])
     if regime is not None:  # the paper's regime (experiments.paper_regime)
         m.update(regime_metrics(cap.result.tasks, executors, pc.calibration.batch,
-                                run.get("schedule", "list"), *regime))
+                                run.get("schedule", "list"), *regime, as_run=out.stages))
     m["local_wall_time"] = (wall, "local wall s")
     m["output_rows"] = (rows, "rows")
     m["output_checksum"] = (float(checksum % 2**52), "checksum")  # low bits: exact as a float
