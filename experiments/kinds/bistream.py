@@ -48,7 +48,7 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from experiments.figure_spec import plain
-from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
+from experiments.kinds import STEP_TUPLES, PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import cached_value, point_settings
 
 GB = 1e9
@@ -502,6 +502,7 @@ def _stream(spark, pc: PointContext, su: Setup, r: pd.DataFrame, st: pd.DataFram
                           band=su.band, batch_size=batch, seed=int(su.params["seed"]),
                           progress=pc.progress, cost=cost_model(pc.calibration, run),
                           tuple_bytes=su.mem_bytes, collect_output=bool(run.get("aggregation")),
+                          step_tuples=STEP_TUPLES,
                           **timed, **su.op_params)
 
 

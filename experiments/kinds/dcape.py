@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
+from experiments.kinds import STEP_TUPLES, PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
 from experiments.kinds.query_inputs import join_count, read_query
 
@@ -117,7 +117,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         res = run_stream(spark, inputs=frames, on=on, operator="dcape", joiners=machines,
                          time="t", tick=float(run["tick_ms"]), memory_budget_tuples=budget,
                          seed=int(params["seed"]), progress=pc.progress,
-                         partitions=min(machines, 2), cost=cost,
+                         partitions=min(machines, 2), cost=cost, step_tuples=STEP_TUPLES,
                          # a state tuple here stands for 1/factor of the paper's tuples: the
                          # modeled relocation transfer moves the paper's bytes
                          state_bytes=tuple_bytes / factor, **op_params)

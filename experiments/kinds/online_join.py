@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.figure_spec import scaled_rule
-from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
+from experiments.kinds import STEP_TUPLES, PointContext, PointOutcome, wall_clock_guard
 from experiments.kinds.batch_join import point_settings
 from joins.calibrated import cost_model
 from runtime.cost_model import r_squared
@@ -339,7 +339,8 @@ def run_point(pc: PointContext) -> PointOutcome:
                          batch_size=batch_size, memory_budget_tuples=budget,
                          spill=run.get("spill", "charge"), cost=cost, progress=pc.progress,
                          partitions=run.get("partitions"),
-                         migration_rate=float(run.get("migration_rate", 2.0)), **op_params)
+                         migration_rate=float(run.get("migration_rate", 2.0)),
+                         step_tuples=STEP_TUPLES, **op_params)
 
     sm = res.summary
     mt = out.metrics

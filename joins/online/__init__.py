@@ -60,7 +60,7 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
                archive: float | None = None, delay: float = 0.0,
                tuple_bytes: tuple[float, ...] | None = None,
                rescale: list | None = None, checkpoint_dir: str | Path | None = None,
-               **operator_params) -> StreamResult:
+               step_tuples: int | None = None, **operator_params) -> StreamResult:
     """Stream two inputs (``r``, ``s``) or any number (``inputs={name: data}``) through an
     online join operator on Spark.
 
@@ -77,6 +77,10 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
     (a joiner count for grid and hash layouts, (R units, S units) for a join-biclique).
     ``partitions``: Spark partitions holding the J logical workers (default: the
     application's cores, at most J; about one per core is the efficient shape).
+    ``step_tuples``: micro-batches (or ticks) where no decision can fall share one Spark step
+    up to this many tuples (default: ``batch_size``, one count-cut micro-batch per step); every
+    micro-batch still reports its own rows, with the same counts, and ``batch_wall_seconds``
+    is then its step's local wall time split evenly among them.
     ``migration_rate``: migrated tuples a worker takes per new tuple it receives (Thm 4.4: 2).
     ``transport``: how a micro-batch's tuples reach the partitions: ``"broadcast"`` (one
     Spark stage per micro-batch) or ``"shuffle"`` (parallelize + partitionBy, two stages).
@@ -177,7 +181,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         engine = Engine(spark, stream, policy, batch_size=batch_size, partitions=parts, config=cfg,
                         migration_rate=migration_rate, checkpoint_every=checkpoint_every,
                         progress=progress, backend=backend, transport=transport, tick=tick,
-                        checkpoint_dir=str(checkpoint_dir) if reliable else None)
+                        checkpoint_dir=str(checkpoint_dir) if reliable else None,
+                        step_tuples=step_tuples)
         try:
             res = engine.run()
         finally:  # the run's files go with it, failed or not

@@ -5,7 +5,7 @@
         [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk|evict] \\
         [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)] \\
         [time=COLUMN [tick=T] [window=W]] [rescale=AT:UNITS[,AT:UNITS...]] [force=true] \\
-        [checkpoint_every=10] [checkpoint_dir=FOLDER]
+        [checkpoint_every=10] [checkpoint_dir=FOLDER] [step_tuples=N]
     python -m joins stream operator=mjoin inputs=A=a.parquet,B=b.parquet,C=c.parquet \\
         on=k|a,b|A.x=B.x,B.y=C.y joiners=4 out=OUT.parquet ...
     python -m joins stream operator=dcape inputs=A=a.parquet,B=b.parquet,C=c.parquet on=k \\
@@ -25,7 +25,9 @@ and ``phase`` (normal, cleanup, or a program's own). ``rescale=`` changes a stat
 arrival numbers (a joiner count, or ``R+S`` units for join_biclique), to drive elasticity by
 hand. ``checkpoint_dir=`` (a folder every executor can reach) checkpoints the state there
 every ``checkpoint_every`` micro-batches, so the run recovers exactly from the loss of an
-executor; without it such a loss stops the run with one error line (exit code 1). Modeled cost uses the machine's calibration (``make calibrate``, else the committed
+executor; without it such a loss stops the run with one error line (exit code 1).
+``step_tuples=N`` lets micro-batches where no decision can fall (a static operator's) share one
+Spark step up to N tuples: the same rows per micro-batch, fewer steps. Modeled cost uses the machine's calibration (``make calibrate``, else the committed
 default), printed as ``calibration``.
 """
 
@@ -50,7 +52,8 @@ USAGE = __doc__.split("\n\n")[1]
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
            "metrics", "batch_size", "budget", "spill", "seed", "partitions", "spark",
            "progress", "checkpoint_every", "migration_rate", "inputs", "time", "tick", "window",
-           "rescale", "force", "checkpoint_dir", "explain", "archive", "delay", "tuple_bytes"}
+           "rescale", "force", "checkpoint_dir", "explain", "archive", "delay", "tuple_bytes",
+           "step_tuples"}
 
 
 class UsageError(CliError):
@@ -385,7 +388,8 @@ def validate(args: dict) -> dict:
         raise UsageError("batch_size must be >= 1")
     # budget: tuples per worker; checkpoint_every=0 never cuts the lineage
     for key, name, low in (("budget", "memory_budget_tuples", 0), ("partitions", "partitions", 1),
-                           ("checkpoint_every", "checkpoint_every", 0)):
+                           ("checkpoint_every", "checkpoint_every", 0),
+                           ("step_tuples", "step_tuples", 1)):
         value = _typed(args, key, int)
         if value is not None and value < low:
             raise UsageError(f"{key} must be >= {low}, got {value}")

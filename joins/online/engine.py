@@ -188,11 +188,17 @@ def _deliveries(stream: Stream, layout: Layout, s0: int, s1: int, parts: int,
 
 @dataclass
 class _Tick:
-    index: int
+    index: int  # the event-time tick, -1 for a count-cut micro-batch
     a: int  # tuples [a, b)
     b: int
     t0: float = float("nan")
     t1: float = float("nan")
+    cut: int = -1  # a count-cut micro-batch's number (its rows' ``batch``)
+
+    @property
+    def number(self) -> int:
+        """The micro-batch number its rows report: the tick, or the count-cut batch."""
+        return self.cut if self.index < 0 else self.index
 
 
 class Ticks:
@@ -226,10 +232,10 @@ class Ticks:
         return _Tick(k, int(self.bounds[k]), int(self.bounds[k + 1]), t0, t0 + self.tick)
 
 
-def _tick_end(stream: Stream, step_index: int, t: _Tick) -> TickEnd:
+def _tick_end(stream: Stream, t: _Tick) -> TickEnd:
     """A tick's end; the watermark is the event time of its last tuple (arrivals are in time
     order, so no later tuple is earlier)."""
-    idx = step_index if t.index < 0 else t.index
+    idx = t.number
     wm = float(stream.time[t.b - 1]) if stream.time is not None and t.b > 0 else float("-inf")
     t0, t1 = t.t0, t.t1
     if t.index < 0 and stream.time is not None and t.b > t.a:  # count-cut: its tuples' range
@@ -270,9 +276,12 @@ class Engine:
                  partitions: int, config: RunConfig, migration_rate: float = 2.0,
                  checkpoint_every: int = 10, progress: bool = True,
                  backend: str = "spark", transport: str = "broadcast",
-                 tick: float | None = None, checkpoint_dir: str | None = None) -> None:
+                 tick: float | None = None, checkpoint_dir: str | None = None,
+                 step_tuples: int | None = None) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if step_tuples is not None and step_tuples < 1:
+            raise ValueError(f"step_tuples must be >= 1, got {step_tuples}")
         if backend not in ("spark", "local"):
             raise ValueError(f"backend must be spark or local, got {backend!r}")
         if transport not in ("broadcast", "shuffle"):
@@ -285,6 +294,10 @@ class Engine:
         self._local: dict[int, object] = {}
         self.spark, self.stream, self.policy = spark, stream, policy
         self.bs, self.P, self.cfg = batch_size, partitions, config
+        # the most tuples micro-batches (or ticks) sharing one step may hold: a step's fixed
+        # cost (about 0.15 s here) is paid once for them all
+        self.step_cap = max(batch_size, step_tuples or 0)
+        self._cut = 0  # count-cut micro-batches cut so far
         self.rate, self.ckpt_every, self.progress = migration_rate, checkpoint_every, progress
         self.ckpt_dir = checkpoint_dir  # reliable checkpoints on this shared folder (else local)
         self.checkpoints: list[tuple[int, str]] = []
@@ -386,14 +399,21 @@ class Engine:
 
     def _plan_ticks(self, tick_next: int, pos: int,
                     settled: bool = False) -> tuple[list[_Tick], int]:
-        """The ticks of the next step and its end tuple."""
+        """The ticks of the next step and its end tuple. Count-cut micro-batches share a step
+        only under a static policy (no decision can cut one); event-time ticks also where the
+        policy is quiet (:meth:`_shares_step`). A step holds at most ``step_cap`` tuples."""
+        n = len(self.stream)
         if self.ticks.tick is None:
-            z = min(len(self.stream), pos + self.bs)
-            return [_Tick(-1, pos, z)], z
+            z = min(n, pos + self.bs)
+            group = [_Tick(-1, pos, z, cut=self._cut)]
+            while z < n and min(n, z + self.bs) - pos <= self.step_cap and self._static():
+                group.append(_Tick(-1, z, min(n, z + self.bs), cut=self._cut + len(group)))
+                z = group[-1].b
+            return group, z
         group = [self.ticks.get(tick_next)]
         while tick_next + len(group) < self.ticks.count and \
-                group[-1].b - group[0].a < self.bs and \
-                self.ticks.bounds[tick_next + len(group) + 1] - group[0].a <= self.bs and \
+                group[-1].b - group[0].a < self.step_cap and \
+                self.ticks.bounds[tick_next + len(group) + 1] - group[0].a <= self.step_cap and \
                 self._shares_step(group[-1], settled, group[0].a):
             group.append(self.ticks.get(tick_next + len(group)))
         return group, group[-1].b
@@ -471,7 +491,7 @@ class Engine:
                 ticks, z = self._plan_ticks(tick_next, pos, settled)
             else:  # after the stream (moves draining, clean-up): a tick of its own
                 extra = -1 if self.ticks.tick is None else max(self.ticks.count, tick_next)
-                ticks, z = [_Tick(extra, pos, pos)], pos
+                ticks, z = [_Tick(extra, pos, pos, cut=self._cut)], pos
                 if self.ticks.tick is not None:
                     tick_next = extra + 1
             ops: list = []
@@ -522,7 +542,7 @@ class Engine:
                             ticks = [t for t in ticks if t.index <= k]
                             cut = ticks[-1].b
                         else:
-                            ticks = [_Tick(-1, pos, cut)]
+                            ticks = [_Tick(-1, pos, cut, cut=self._cut)]
                         z = cut
                         start_migration(layout, dec.layout, z, dec.info, tail)
                         drain, new_layout = True, dec.layout
@@ -539,7 +559,7 @@ class Engine:
             if z > seg0:
                 ops.append((seg0, z, layout, old_layout))
 
-            ops = _interleave(ops, ticks, st, partial(_tick_end, st, b))
+            ops = _interleave(ops, ticks, st, partial(_tick_end, st))
             if tail:  # the boundary move goes right before the step's last tick end
                 last = max(i for i, op in enumerate(ops) if isinstance(op, TickEnd))
                 ops[last:last] = tail
@@ -622,17 +642,19 @@ class Engine:
             first_row = len(rows)
             outboxes: dict = {}
             sent = outgoing = 0
+            tick_of = {t.number: t for t in ticks}
             for (_, pid), payload in sorted(reports.items()):
                 for row in payload["rows"]:
                     k = row.pop("tick")
-                    tk = next((t for t in ticks if (b if t.index < 0 else t.index) == k), None)
+                    tk = tick_of.get(k)
                     a0, b0 = (tk.a, tk.b) if tk is not None else (pos, z)
                     seen = {f"seen@{i}": int(cum[i, b0]) for i in range(n_in)}
                     rows.append(dict(batch=k, step=b, epoch=epoch, n=layout.mapping[0],
                                      m=layout.mapping[1], r_seen=seen["seen@0"],
                                      s_seen=int(b0 - seen["seen@0"]), tuples=b0 - a0,
                                      migrating=transfer is not None,
-                                     batch_wall_seconds=wall, partition=pid, **seen, **row))
+                                     batch_wall_seconds=wall / len(ticks), partition=pid,
+                                     **seen, **row))
                     sent += row["sent"]
                 outboxes.update(payload["outboxes"])
                 outgoing += payload["outgoing"]
@@ -677,6 +699,8 @@ class Engine:
                 bar.update(z - pos)
             if self.ticks.tick is not None and ticks[0].index < self.ticks.count:
                 tick_next += len(ticks)
+            if self.ticks.tick is None:
+                self._cut += len(ticks)
             pos, b = z, b + 1
         if bar is not None:
             bar.close()

@@ -154,7 +154,8 @@ def test_checkpoint_dir_is_checked_before_spark(files, capsys):
              ("checkpoint_dir= ", "checkpoint_dir= needs a path"),
              (f"checkpoint_dir={files / 'out' / 'ck'}", f"lies inside out={files / 'out'}"),
              (f"checkpoint_dir={files / 'R.parquet' / 'ck'}", "lies inside R="),
-             ("checkpoint_every=-1", "checkpoint_every must be >= 0")]
+             ("checkpoint_every=-1", "checkpoint_every must be >= 0"),
+             ("step_tuples=0", "step_tuples must be >= 1")]
     if Path("/proc/self").is_dir():
         cases.append(("checkpoint_dir=/proc/ck", "checkpoint_dir=/proc/ck: cannot write"))
     for option, message in cases:
