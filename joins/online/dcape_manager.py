@@ -49,6 +49,7 @@ class DCapeManager(Static):
         self.forced = 0.0  # tuples ordered to disk so far (active-disk)
         # the last step's statistics: (layout, workers, memory, push threshold or None)
         self._seen: tuple | None = None
+        self._routed_memo: tuple | None = None  # (slice start, length, per-machine counts)
 
     def quiet_through(self, t1: float, arrived: np.ndarray | None = None) -> bool:
         if t1 - self.last < self.min_span:  # after_batch's own first test
@@ -65,14 +66,30 @@ class DCapeManager(Static):
         if self.adapt == "active_disk" or seen is None or seen[0] is not self.layout:
             return False
         _, workers, mem, limit = seen
-        owner = self.layout.owner[self.layout.group(arrived)]
-        high = mem + np.bincount(owner, minlength=max(workers) + 1)[workers]
+        high = mem + self._routed(arrived, max(workers) + 1)[workers]
         if limit is not None and (high > limit).any():
             return False
         return high.max() <= 0 or mem.min() / high.max() >= self.theta_d
 
+    def _routed(self, arrived: np.ndarray, size: int) -> np.ndarray:
+        """Tuples of ``arrived`` routed to each machine. Within a step the engine asks about
+        growing prefixes of one slice of the stream (the keys since the statistics, one tick
+        more each time): only the new tail is counted, not the whole prefix again."""
+        start = arrived.__array_interface__["data"][0]
+        memo = self._routed_memo
+        if memo is not None and memo[0] == start and memo[1] <= len(arrived) and \
+                len(memo[2]) == size:
+            done, counts = memo[1], memo[2]
+        else:
+            done, counts = 0, np.zeros(size, np.int64)
+        owner = self.layout.owner[self.layout.group(arrived[done:])]
+        counts = counts + np.bincount(owner, minlength=size)
+        self._routed_memo = (start, len(arrived), counts)
+        return counts
+
     def after_batch(self, metrics, seq_next):
         self._seen = None
+        self._routed_memo = None
         if metrics.empty:
             return None
         now = float(metrics["t1"].max())

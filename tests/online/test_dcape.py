@@ -344,3 +344,23 @@ def test_quiet_ticks_share_a_step_and_change_nothing(adapt, window, monkeypatch)
               min_span=20_000.0, theta_f=1.5, tick=5_000.0, window=window)
     _, alone = assert_steps_change_nothing(lambda: _run(inputs, 3, **kw), monkeypatch)
     assert len(alone.decisions) >= 2
+
+
+def test_routed_counts_of_growing_prefixes_equal_a_full_count():
+    """The manager counts only the new tail of the keys the engine passes tick by tick (one
+    slice of the stream, growing); a new slice starts the count again."""
+    from joins.online.dcape_manager import DCapeManager
+    from joins.online.layouts import HashLayout
+
+    layout = HashLayout(np.arange(12) % 3, "mod")
+    mgr = DCapeManager(layout, {}, adapt="relocate", theta_d=0.5, min_span=0.0, theta_f=2.0,
+                       push_percent=30.0, total_tuples=0, msg_seconds=0.0, bandwidth=1.0,
+                       tuple_bytes=1.0)
+    keys = np.random.default_rng(0).integers(0, 50, 400).astype(float)
+
+    def full(a):
+        return np.bincount(layout.owner[layout.group(a)], minlength=3)
+
+    for a0, ends in ((0, (0, 10, 10, 150, 400)), (150, (160, 300))):
+        for b in ends:
+            assert (mgr._routed(keys[a0:b], 3) == full(keys[a0:b])).all()
