@@ -50,8 +50,12 @@ POINTS = {
 # The A/B form's head-side overrides where a point's settings changed since the base it is
 # timed against, so both sides do the same work (checked: their counts must be identical).
 # 9bd4fcb: RPJ's 1 ms series had 100 buckets (now the bucket rule's); MINER's MaxOuterMem
-# was 19 blocks at every scale (now scaled with the memory).
+# was 19 blocks at every scale (now scaled with the memory); BiStream read equal projected
+# bytes (overhead 248) and rates as totals (now stored bytes, 291, and rates per stream).
 SAME_WORK = {
+    "bistream": ["++figure.series.jb8.overrides={run.model: jb, run.units: 8, "
+                 "run.stream_balance: projected, run.tuple_overhead_bytes: 248, "
+                 "workload.params.rate_reading: total}"],
     "rpj": ["++figure.series.rpj.overrides={run.time_unit_ms: 1.0, "
             "run.operator_params.n_part: 100}"],
     "miner": ["++figure.series.miner_3.overrides={workload.params.inputs: 3, "
