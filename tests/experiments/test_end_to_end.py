@@ -70,9 +70,11 @@ def test_plot_and_targets_from_results(tiny_fig5, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.cluster
+@pytest.mark.stress
 def test_local_cluster_figure(tmp_path):
     """A tiny figure (Hash-Join and AM-Join at every tiny α) on separate executor JVMs, then
-    drawn and judged from its results."""
+    drawn and judged from its results. Under ``make stress`` (87 s): make test's cluster
+    cases (tests/test_standalone_cluster.py) run a figure's points on executors too."""
     proc = _run("figure=amjoin/fig5", "scale=tiny", "spark=local_cluster",
                 f"results_root={tmp_path}", "point.series=hash_join,am_join")
     assert proc.returncode == 0, proc.stderr[-3000:]
