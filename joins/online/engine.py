@@ -17,9 +17,10 @@ with an executor) or, with ``checkpoint_dir``, by a reliable checkpoint on a sha
 from which Spark recomputes what a lost executor held.
 
 Time: micro-batches are cut by tuple count (``batch_size``) or by event-time ticks (``tick``;
-empty ticks included, so a per-tick series has every tick). Several ticks share one Spark step
-when no controller decision can fall between them (a static policy): the step still reports
-per tick.
+empty ticks included, so a per-tick series has every tick). Several ticks, or a static
+policy's count-cut micro-batches, share one Spark step when no controller decision can fall
+between them, up to ``step_tuples`` (else ``batch_size``) tuples: the step still reports per
+tick.
 
 Faults: a retried task starts again from the persisted state of the previous step (a cached
 block is deserialised afresh by every reader), so a failed attempt's changes are not carried
