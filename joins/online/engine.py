@@ -407,7 +407,8 @@ class Engine:
         if self.ticks.tick is None:
             z = min(n, pos + self.bs)
             group = [_Tick(-1, pos, z, cut=self._cut)]
-            while z < n and min(n, z + self.bs) - pos <= self.step_cap and self._static():
+            static = self._static()
+            while static and z < n and min(n, z + self.bs) - pos <= self.step_cap:
                 group.append(_Tick(-1, z, min(n, z + self.bs), cut=self._cut + len(group)))
                 z = group[-1].b
             return group, z

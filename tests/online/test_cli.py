@@ -59,6 +59,7 @@ def no_spark(monkeypatch):
     (["operator=dynamic", "joiners=4", "budget=x"], "budget must be int, got 'x'"),
     (["operator=dynamic", "joiners=4", "partitions=x"], "partitions must be int, got 'x'"),
     (["operator=dynamic", "joiners=4", "partitions=0"], "partitions must be >= 1"),
+    (["operator=dynamic", "joiners=4", "step_tuples=0"], "step_tuples must be >= 1"),
     (["operator=dynamic", "joiners=4", "eps=abc"], "eps must be float, got 'abc'"),
     # values the operator's policy or the order rejects
     (["operator=dynamic", "joiners=4", "eps=5"], "dynamic: eps must be in (0, 1], got 5.0"),
@@ -154,8 +155,7 @@ def test_checkpoint_dir_is_checked_before_spark(files, capsys):
              ("checkpoint_dir= ", "checkpoint_dir= needs a path"),
              (f"checkpoint_dir={files / 'out' / 'ck'}", f"lies inside out={files / 'out'}"),
              (f"checkpoint_dir={files / 'R.parquet' / 'ck'}", "lies inside R="),
-             ("checkpoint_every=-1", "checkpoint_every must be >= 0"),
-             ("step_tuples=0", "step_tuples must be >= 1")]
+             ("checkpoint_every=-1", "checkpoint_every must be >= 0")]
     if Path("/proc/self").is_dir():
         cases.append(("checkpoint_dir=/proc/ck", "checkpoint_dir=/proc/ck: cannot write"))
     for option, message in cases:

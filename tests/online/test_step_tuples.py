@@ -45,13 +45,13 @@ def _assert_same(alone, grouped, fewer: bool = True) -> None:
     assert steps <= alone.metrics["step"].nunique()
     if fewer and alone.metrics["batch"].nunique() > 5:
         assert steps < alone.metrics["step"].nunique()
-    # a step's wall time is split evenly among its micro-batches, not repeated in each
+    # a step's wall time is split evenly among its micro-batches, not repeated in each: the
+    # micro-batches' walls add up to at most the run's own (repeated, they add up to more)
     m = grouped.metrics
-    g = m.groupby("step")
-    for _, rows in g:
+    for _, rows in m.groupby("step"):
         assert rows["batch_wall_seconds"].nunique() == 1
-    step_wall = (g["batch_wall_seconds"].first() * g["batch"].nunique()).sum()
-    assert m.groupby("batch")["batch_wall_seconds"].first().sum() == pytest.approx(step_wall)
+    per_batch = m.groupby("batch")["batch_wall_seconds"].first().sum()
+    assert per_batch <= grouped.summary["local_wall_time"]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
