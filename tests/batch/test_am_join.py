@@ -221,3 +221,18 @@ def test_consume_output_checksum_is_order_free_and_sees_payload(spark):
         {"key": "Int64"})))[1]
     assert rows == shuffled_rows == len(FIG_R)
     assert checksum == shuffled and checksum != changed
+
+
+def test_consume_output_checksum_is_the_exact_sum_of_row_hashes(spark):
+    """The two 32-bit-half sums make the same integer as the hashes' decimal sum (the form
+    the committed checksums were made with), with hashes of both signs; empty output is 0."""
+    from pyspark.sql import functions as F
+
+    from joins.api import consume_output
+
+    df = spark.range(5000).select(F.col("id"), (F.col("id") * 7919 % 101).alias("v"))
+    hashes = [r[0] for r in df.select(F.xxhash64("id", "v")).collect()]
+    assert min(hashes) < 0 < max(hashes)
+    decimal = df.agg(F.sum(F.xxhash64("id", "v").cast("decimal(38,0)"))).collect()[0][0]
+    assert consume_output(df) == (5000, sum(hashes)) == (5000, int(decimal))
+    assert consume_output(df.where("id < 0")) == (0, 0)
