@@ -40,6 +40,7 @@ class HmjState(SingleSiteState):
     count: np.ndarray = field(default_factory=lambda: np.zeros((2, 0), np.int64))
     held: list = field(default_factory=lambda: [0, 0])  # count's row sums, kept per arrival
     segments: dict = field(default_factory=dict)  # bucket -> [(A block id, B block id)]
+    unwritten: int = 0  # tuples of the counted clean-up's merges (HashMerge._merge_counted)
 
 
 class HashMerge(SingleSite):
@@ -62,6 +63,9 @@ class HashMerge(SingleSite):
 
     def in_memory(self, ws):
         return ws.held[0], ws.held[1]
+
+    def disk_tuples(self, ws) -> int:
+        return super().disk_tuples(ws) + ws.unwritten
 
     def new_worker(self, wid):
         ws = super().new_worker(wid)
@@ -180,6 +184,56 @@ class HashMerge(SingleSite):
         for j in range(self.n_part):  # a bucket with segments meets its memory tuples
             if ws.segments.get(j) and ws.count[:, j].sum():
                 self._flush(ws, j)
+        listing = cfg.want_pairs or cfg.pairs_dir
         for j in list(ws.segments):
+            if not listing:
+                self._merge_counted(ws, cfg, c, out, j)
             while len(ws.segments[j]) > 1:
                 self._merge(ws, cfg, c, out, j, None)
+
+    def _merge_counted(self, ws, cfg, c, out, j: int) -> None:
+        """The clean-up of bucket ``j`` when results are counted: its merges, F oldest
+        segments at a time down to one, charged as they run (blocks read and written, the
+        clock, in :meth:`_merge`'s order), and their new pairs counted once over the bucket.
+
+        The same count as merge by merge: a pair of tuples from two of the bucket's segments
+        is counted by the one merge that first puts their segments together, if
+        :meth:`_count_new`'s condition holds, which depends on the two tuples alone. The
+        merged segments are not written (nothing reads them after the clean-up);
+        ``ws.unwritten`` keeps the worker's disk tuples as if they had been."""
+        segs = ws.segments[j]
+        if len(segs) < 2:
+            return
+        sides = []
+        for rel in (0, 1):
+            ids = [ids[rel] for ids in segs]
+            rows = ws.disk[rel].read_many(ids)
+            sizes = [ws.disk[rel].sizes[i - 1] if i else 0 for i in ids]
+            origin = np.repeat(np.arange(len(segs)), sizes)
+            order = np.argsort(rows["key"], kind="stable")
+            sides.append((rows[order], origin[order]))
+        (a, oa), (b, ob) = sides
+        width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)
+        new = self._count_new(a, oa, b, ob, width)
+        sizes = [[ws.disk[rel].sizes[ids[rel] - 1] if ids[rel] else 0 for rel in (0, 1)]
+                 for ids in segs]
+        while len(sizes) > 1:
+            group, rest = sizes[:self.fan_in], sizes[self.fan_in:]
+            for rel in (0, 1):  # read as _read_many charges them
+                for size in (g[rel] for g in group):
+                    blocks = -(-size // self.block)
+                    ws.stats["blocks_read"] += blocks
+                    ws.clock += blocks * (self.c_read + self.c_join)
+            c["probes"] += sum(g[0] for g in group)
+            merged = [sum(g[rel] for g in group) for rel in (0, 1)]
+            for size in merged:  # written as _write charges them (an empty side: no block)
+                if size:
+                    blocks = -(-size // self.block)
+                    ws.stats["blocks_written"] += blocks
+                    ws.clock += blocks * self.c_write
+                    ws.unwritten += size
+            ws.stats["merges"] += 1
+            sizes = [merged, *rest]
+        ws.segments[j] = []
+        if new:
+            out.add(new)
