@@ -111,21 +111,11 @@ def consume_output(output: DataFrame) -> tuple[int, int]:
     the paper's joins produce their full output rows. Hashing every column of every row forces
     the same work on every algorithm, and the sum of the row hashes (exact, as a decimal) is
     the same for any two correct algorithms on the same inputs.
-
-    The sum is taken as two 64-bit sums, of each hash's high 32 bits (signed) and of its low
-    32 bits (unsigned), joined here: the same integer as a decimal sum of the hashes, exact
-    below 2^31 rows, without a decimal addition per row (a tenth of a high-output point's
-    aggregation time on this machine).
     """
     from pyspark.sql import functions as F
 
-    hashed = output.select(F.xxhash64(*output.columns).alias("h"))
-    row = hashed.agg(
+    row = output.agg(
         F.count(F.lit(1)),
-        F.sum(F.shiftright("h", 32)),
-        F.sum(F.col("h").bitwiseAND(F.lit(0xFFFFFFFF))),
+        F.sum(F.xxhash64(*output.columns).cast("decimal(38,0)")),
     ).collect()[0]
-    rows = int(row[0])
-    if rows >= 2**31:
-        raise ValueError(f"consume_output sums exactly below 2^31 rows, got {rows}")
-    return rows, int(row[1] or 0) * 2**32 + int(row[2] or 0)
+    return int(row[0]), int(row[1] or 0)

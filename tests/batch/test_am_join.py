@@ -224,8 +224,10 @@ def test_consume_output_checksum_is_order_free_and_sees_payload(spark):
 
 
 def test_consume_output_checksum_is_the_exact_sum_of_row_hashes(spark):
-    """The two 32-bit-half sums make the same integer as the hashes' decimal sum (the form
-    the committed checksums were made with), with hashes of both signs; empty output is 0."""
+    """The checksum is the exact integer sum of the rows' hashes, with hashes of both signs;
+    empty output is 0. (Its aggregation's exchange is counted in a point's shuffle bytes, so
+    its form is part of the committed counts: two 64-bit half sums were tried and changed
+    them by about 2 KB.)"""
     from pyspark.sql import functions as F
 
     from joins.api import consume_output
@@ -233,6 +235,5 @@ def test_consume_output_checksum_is_the_exact_sum_of_row_hashes(spark):
     df = spark.range(5000).select(F.col("id"), (F.col("id") * 7919 % 101).alias("v"))
     hashes = [r[0] for r in df.select(F.xxhash64("id", "v")).collect()]
     assert min(hashes) < 0 < max(hashes)
-    decimal = df.agg(F.sum(F.xxhash64("id", "v").cast("decimal(38,0)"))).collect()[0][0]
-    assert consume_output(df) == (5000, sum(hashes)) == (5000, int(decimal))
+    assert consume_output(df) == (5000, sum(hashes))
     assert consume_output(df.where("id < 0")) == (0, 0)

@@ -15,7 +15,9 @@ worker program on the single-site event loop (:mod:`joins.online.programs.single
   memory). The unit is one merge: the input is checked after it (the paper's granularity), so
   the handover delay grows with the segments.
 * **Clean-up**: every bucket's in-memory tuples become a last segment (when it has segments
-  on disk), then each bucket's segments are merged down to one.
+  on disk), then each bucket's segments are merged down to one. When results are counted,
+  not listed, the merges are charged as they would run and their pairs counted once per
+  bucket (:meth:`HashMerge._merge_counted`: the same counts and charges).
 
 Choices (the paper leaves them open; config values): ``n_part``, ``fan_in`` (the paper's
 F = 10), the bucket choice above, merges not charged to the memory budget (they stream
