@@ -224,10 +224,8 @@ def test_consume_output_checksum_is_order_free_and_sees_payload(spark):
 
 
 def test_consume_output_checksum_is_the_exact_sum_of_row_hashes(spark):
-    """The checksum is the exact integer sum of the rows' hashes, with hashes of both signs;
-    empty output is 0. (Its aggregation's exchange is counted in a point's shuffle bytes, so
-    its form is part of the committed counts: two 64-bit half sums were tried and changed
-    them by about 2 KB.)"""
+    """The checksum is the exact integer sum of the rows' hashes, with hashes of both signs
+    (no overflow); empty output is 0."""
     from pyspark.sql import functions as F
 
     from joins.api import consume_output

@@ -111,9 +111,7 @@ class HashMerge(SingleSite):
         if not len(keys):
             return 0  # an empty side: no block
         zeros = np.zeros(len(keys), np.int64)
-        blocks = -(-len(keys) // self.block)
-        ws.stats["blocks_written"] += blocks
-        ws.clock += blocks * self.c_write
+        self._charge_write(ws, len(keys))
         return ws.disk[rel].append(keys, tids, zeros if ats is None else ats,
                                    zeros if dts is None else dts, last)
 
@@ -123,10 +121,35 @@ class HashMerge(SingleSite):
         rows = ws.disk[rel].read_many(ids)
         for i in ids:  # one charge per segment, in order (the clock's float sums as before)
             if i:
-                blocks = -(-ws.disk[rel].sizes[i - 1] // self.block)
-                ws.stats["blocks_read"] += blocks
-                ws.clock += blocks * (self.c_read + self.c_join)
+                self._charge_read(ws, self._size(ws, rel, i))
         return rows
+
+    def _size(self, ws, rel: int, block_id: int) -> int:
+        """Tuples of segment ``block_id`` of ``rel`` (0: an empty side)."""
+        return ws.disk[rel].sizes[block_id - 1] if block_id else 0
+
+    def _charge_read(self, ws, tuples: int) -> None:
+        """A segment of ``tuples`` read and joined: its blocks on the clock."""
+        blocks = -(-tuples // self.block)
+        ws.stats["blocks_read"] += blocks
+        ws.clock += blocks * (self.c_read + self.c_join)
+
+    def _charge_write(self, ws, tuples: int) -> None:
+        blocks = -(-tuples // self.block)
+        ws.stats["blocks_written"] += blocks
+        ws.clock += blocks * self.c_write
+
+    def _sorted_sides(self, ws, segs: list, read) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Both relations' tuples of segments ``segs`` (``read``: how they are read), each
+        sorted on the key with the index of the segment it came from."""
+        sides = []
+        for rel in (0, 1):
+            ids = [pair[rel] for pair in segs]
+            rows = read(ws, rel, ids)
+            origin = np.repeat(np.arange(len(segs)), [self._size(ws, rel, i) for i in ids])
+            order = np.argsort(rows["key"], kind="stable")
+            sides.append((rows[order], origin[order]))
+        return sides
 
     def work_left(self, ws):
         return any(len(s) > 1 for s in ws.segments.values())
@@ -142,13 +165,7 @@ class HashMerge(SingleSite):
         """The F oldest segments of bucket ``j`` into one: pairs across segments."""
         segs = ws.segments[j]
         group, rest = segs[:self.fan_in], segs[self.fan_in:]
-        sides = []
-        for rel in (0, 1):
-            rows = self._read_many(ws, rel, [ids[rel] for ids in group])
-            sizes = [ws.disk[rel].sizes[ids[rel] - 1] if ids[rel] else 0 for ids in group]
-            origin = np.repeat(np.arange(len(group)), sizes)
-            order = np.argsort(rows["key"], kind="stable")
-            sides.append((rows[order], origin[order]))
+        sides = self._sorted_sides(ws, group, self._read_many)
         (a, oa), (b, ob) = sides
         c["probes"] += len(a)
         width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)  # PMJ's band joins
@@ -206,33 +223,21 @@ class HashMerge(SingleSite):
         segs = ws.segments[j]
         if len(segs) < 2:
             return
-        sides = []
-        for rel in (0, 1):
-            ids = [ids[rel] for ids in segs]
-            rows = ws.disk[rel].read_many(ids)
-            sizes = [ws.disk[rel].sizes[i - 1] if i else 0 for i in ids]
-            origin = np.repeat(np.arange(len(segs)), sizes)
-            order = np.argsort(rows["key"], kind="stable")
-            sides.append((rows[order], origin[order]))
-        (a, oa), (b, ob) = sides
-        width = float(getattr(cfg.kernel, "width", 0.0) or 0.0)
-        new = self._count_new(a, oa, b, ob, width)
-        sizes = [[ws.disk[rel].sizes[ids[rel] - 1] if ids[rel] else 0 for rel in (0, 1)]
-                 for ids in segs]
-        while len(sizes) > 1:
+        (a, oa), (b, ob) = self._sorted_sides(
+            ws, segs, lambda ws, rel, ids: ws.disk[rel].read_many(ids))  # charged below
+        new = self._count_new(a, oa, b, ob, float(getattr(cfg.kernel, "width", 0.0) or 0.0))
+        sizes = [[self._size(ws, rel, pair[rel]) for rel in (0, 1)] for pair in segs]
+        while len(sizes) > 1:  # the merges' charges, in _merge's order
             group, rest = sizes[:self.fan_in], sizes[self.fan_in:]
-            for rel in (0, 1):  # read as _read_many charges them
-                for size in (g[rel] for g in group):
-                    blocks = -(-size // self.block)
-                    ws.stats["blocks_read"] += blocks
-                    ws.clock += blocks * (self.c_read + self.c_join)
+            for rel in (0, 1):
+                for g in group:
+                    if g[rel]:
+                        self._charge_read(ws, g[rel])
             c["probes"] += sum(g[0] for g in group)
             merged = [sum(g[rel] for g in group) for rel in (0, 1)]
-            for size in merged:  # written as _write charges them (an empty side: no block)
+            for size in merged:  # an empty side writes no block
                 if size:
-                    blocks = -(-size // self.block)
-                    ws.stats["blocks_written"] += blocks
-                    ws.clock += blocks * self.c_write
+                    self._charge_write(ws, size)
                     ws.unwritten += size
             ws.stats["merges"] += 1
             sizes = [merged, *rest]

@@ -200,7 +200,7 @@ class RateBasedProgressive(HashMerge):
     # --- reactive phase -------------------------------------------------------------------------
 
     def _blocks(self, ws, rel: int, block_id: int) -> int:
-        return -(-ws.disk[rel].sizes[block_id - 1] // self.block) if block_id else 0
+        return -(-self._size(ws, rel, block_id) // self.block)
 
     def _pass_candidates(self, ws, i: int, j: int) -> int:
         """Pairs of bucket j of relation i on disk and of the other relation in memory that
@@ -245,8 +245,8 @@ class RateBasedProgressive(HashMerge):
             n = 0
             if self.merges and len(segs) > 1:
                 group = segs[:self.fan_in]
-                a = [ws.disk[0].sizes[g[0] - 1] if g[0] else 0 for g in group]
-                b = [ws.disk[1].sizes[g[1] - 1] if g[1] else 0 for g in group]
+                a = [self._size(ws, 0, g[0]) for g in group]
+                b = [self._size(ws, 1, g[1]) for g in group]
                 n = sum(a) * sum(b) - sum(x * y for x, y in zip(a, b, strict=True))
                 if n:
                     blocks = sum(self._blocks(ws, r, g[r]) for g in group for r in (0, 1))
