@@ -81,3 +81,40 @@ def test_paper_factors_of_an_amjoin_figure():
     assert f_out > f_in  # hot keys' pairs grow as the square of their records
     assert paper_factors({"workload": {"sizes": {"small": {}}}}, "small", "dpair", params) is None
     assert paper_factors(figure, "small", "tpch", params) is None
+
+
+def test_stages_regime_table_sums_to_the_points_regime_time():
+    """``python -m experiments.stages ... regime=true`` prints the stages whose makespans make
+    the point's modeled_time_regime; a figure without a regime prints none."""
+    from types import SimpleNamespace
+
+    from experiments.stages import regime_table
+
+    costs = BatchCosts(per_task=1.0, per_record_in=1.0, per_row_produced=1.0,
+                       per_shuffle_byte=1.0)
+    metrics = {"executors": (2, "executors"), **regime_metrics(_tasks(), 2, costs, "list", 2.0, 3.0)}
+    outcome = SimpleNamespace(tasks=_tasks(), metrics=metrics)
+    table = regime_table({"run": {}}, outcome, SimpleNamespace(batch=costs))
+    assert table.modeled_s.sum() == pytest.approx(19.0)
+    assert table.constants_s.sum() == pytest.approx(3.0)
+    plain = SimpleNamespace(tasks=_tasks(), metrics={"executors": (2, "executors")})
+    assert regime_table({"run": {}}, plain, SimpleNamespace(batch=costs)) is None
+
+
+def test_bench_time_goals_read_the_metric_they_are_given():
+    from benchmarks.bench_amjoin import time_checks
+
+    def point(small: float, regime: float) -> dict:
+        return {"modeled_time": small, "modeled_time_regime": regime}
+
+    measured = {"0.0": {"am_join": point(2, 1), "hash_join": point(1, 1)},
+                "0.3": {"am_join": point(1, 1), "hash_join": point(1, 2)},
+                "0.65": {"am_join": point(1, 1), "hash_join": point(2, 4)},
+                "1.0": {"am_join": point(1, 2), "hash_join": point(1, 1),
+                        "spark3_join": point(20, 30), "spark3_join_split": point(2, 2)}}
+    small = time_checks(measured, "modeled_time")
+    regime = time_checks(measured, "modeled_time_regime")
+    assert small["alpha0_am_over_hash"][0] == 2.0 and regime["alpha0_am_over_hash"][0] == 1.0
+    assert regime["alpha0.65_am_over_hash"][0] == 0.25
+    assert (small["alpha1_spark3_over_am"][0], regime["alpha1_spark3_over_am"][0]) == (20, 15)
+    assert regime["alpha1_spark3_split_over_am"] == (1.0, 1.25, ">=")
