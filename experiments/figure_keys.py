@@ -26,7 +26,7 @@ X_KEYS = _keys("name", "label", "param", "values", "values_by_scale", "categorie
 
 RUN_KEYS: dict[str, Spec] = {  # per experiment kind
     "batch_join": _keys("executors", "partitions", "partitions_per_executor", "algorithm_params",
-                        "schedule"),
+                        "schedule", "seed"),
     "online_join": _keys("joiners", "batch_size", "micro_batches", "batch_scale", "order", "k", "controller", "partitions",
                          "tuple_bytes", "warmup_fraction", "warmup_min_batches", "weak_factor",
                          "weak_batches", "memory_budget_factor", "migration_rate",

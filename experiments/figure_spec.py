@@ -128,6 +128,33 @@ def x_values(figure: dict, scale: str) -> list[Any]:
     return list(values if values is not None else x.get("values", []))
 
 
+def series_x_values(figure: dict, series: str, scale: str) -> list[Any]:
+    """The x values ``series`` runs at: the figure's (:func:`x_values`), or those of them the
+    series names itself (``x_values: [..]``, per scale or not), e.g. a seed replicate run only
+    where its verdict is near its threshold (the verdict rules' rule 3)."""
+    values = x_values(figure, scale)
+    own = (figure.get("series", {}).get(series) or {}).get("x_values")
+    if own is None:
+        return values
+    own = by_scale(own, DERIVED_SCALES[scale].base if scale in DERIVED_SCALES and
+                   is_per_scale(own) and scale not in own else scale)
+    wanted = {round(x_numeric(figure, v), 9) for v in own}
+    unknown = wanted - {round(x_numeric(figure, v), 9) for v in values}
+    if unknown:
+        raise ValueError(f"{figure.get('id', '')} series {series}: x_values "
+                         f"{sorted(unknown)} are not x values of the figure at scale {scale}")
+    return [v for v in values if round(x_numeric(figure, v), 9) in wanted]
+
+
+def series_runs_at(figure: dict, series: str, x: float, scale: str) -> bool:
+    """Whether ``series`` runs at the numeric x ``x``: always (a point.x the figure's list does
+    not hold included), unless the series names its own ``x_values``."""
+    if "x_values" not in (figure.get("series", {}).get(series) or {}):
+        return True
+    return round(float(x), 9) in {round(x_numeric(figure, v), 9)
+                                  for v in series_x_values(figure, series, scale)}
+
+
 def x_label(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) >= 10:
         return str(int(value))
@@ -147,8 +174,9 @@ def config_hash(figure: dict, scale: str, seed: int, series: str | None = None) 
 
     Prose and presentation (description, choices, targets, plot, overlays, series labels) are
     left out, so rewording why a setting was chosen does not throw away the results made with
-    it; so are the other series and the list of x values, so adding a series or an x value to a
-    figure does not either.
+    it; so are the other series and the lists of x values (the figure's and a series' own), so
+    adding a series or an x value to a figure does not either (nor marking a series as another's
+    seed replicate, ``replicate_of``, which only changes how it is drawn).
     """
     keep = {k: v for k, v in figure.items() if k not in ("targets", "plot", "paper_values",
                                                            "description", "headline", "choices",
@@ -156,7 +184,8 @@ def config_hash(figure: dict, scale: str, seed: int, series: str | None = None) 
     keep["x"] = {k: v for k, v in figure.get("x", {}).items()
                  if k not in ("values", "values_by_scale", "label")}
     if series is not None:
-        keep["series"] = {k: v for k, v in figure["series"][series].items() if k != "label"}
+        keep["series"] = {k: v for k, v in figure["series"][series].items()
+                          if k not in ("label", "x_values", "replicate_of")}
     blob = json.dumps({"figure": keep, "scale": scale, "seed": seed, "series": series},
                       sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]

@@ -7,7 +7,7 @@ import importlib
 import sys
 
 from experiments.config import compose, figure_of
-from experiments.figure_spec import x_values
+from experiments.figure_spec import series_x_values
 from experiments.kinds import KINDS, PointContext
 
 
@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
                       cfg.spark.driver_memory)
     seen = set()
     for series in figure["series"]:
-        for x in x_values(figure, cfg.scale.name):
+        for x in series_x_values(figure, series, cfg.scale.name):
             pc = PointContext(figure=figure, series=series, x=x, scale=cfg.scale.name,
                               seed=int(cfg.seed), spark_cfg={}, calibration=None)
             generator, params = module.inputs(pc)

@@ -24,9 +24,9 @@ from experiments.figure_spec import (
     DERIVED_SCALES,
     config_hash,
     no_larger_scale,
+    series_x_values,
     x_label,
     x_numeric,
-    x_values,
 )
 from experiments.figures import chart_base, draw_charts, figure_ids, load_figure, results_id
 from experiments.results import Point, read_results
@@ -114,12 +114,12 @@ def results_table(figure: dict, results: pd.DataFrame) -> list[str]:
 
 
 def missing_points(figure: dict, results: pd.DataFrame, scale: str) -> list[str]:
-    """Points of the figure's sweep at ``scale`` (every series at every x value) that have no
+    """Points of the figure's sweep at ``scale`` (every series at each of its x values) that have no
     result at all: a figure drawn without them must say so."""
     have = {(r.series, round(float(r.x), 9)) for r in
             results[results.scale == scale][["series", "x"]].drop_duplicates().itertuples()}
     return [Point(figure.get("id", ""), series, x_numeric(figure, x), x_label(x)).point_id
-            for series in figure["series"] for x in x_values(figure, scale)
+            for series in figure["series"] for x in series_x_values(figure, series, scale)
             if (series, round(x_numeric(figure, x), 9)) not in have]
 
 

@@ -66,7 +66,7 @@ def expected_seconds(figure_id: str, scale: str, force: bool) -> float:
     another's runs. NaN where nothing is published (another scale)."""
     import math
 
-    from experiments.figure_spec import x_values
+    from experiments.figure_spec import series_x_values
     from experiments.figures import load_figure, results_id
     from experiments.report import stale_points
     from experiments.results import read_results
@@ -81,7 +81,7 @@ def expected_seconds(figure_id: str, scale: str, force: bool) -> float:
         return math.nan
     walls = results.groupby("point_id")["wall_time_s"].first()
     rerun = walls if force else walls.reindex(stale_points(figure, results)).dropna()
-    points = len(figure["series"]) * len(x_values(figure, scale))
+    points = sum(len(series_x_values(figure, series, scale)) for series in figure["series"])
     missing = max(0, points - len(walls))
     return float(rerun.sum() + missing * walls.median())
 

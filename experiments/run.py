@@ -32,7 +32,14 @@ from omegaconf import DictConfig, read_write
 
 from experiments import schema  # noqa: F401  (registers the structured configs)
 from experiments.config import compose, figure_of
-from experiments.figure_spec import config_hash, x_label, x_numeric, x_values
+from experiments.figure_spec import (
+    config_hash,
+    series_runs_at,
+    series_x_values,
+    x_label,
+    x_numeric,
+    x_values,
+)
 from experiments.figures import figure_ids, load_figure, runs_of_mismatch
 from experiments.kinds import (
     ALGORITHM_KINDS,
@@ -136,11 +143,18 @@ def _point_of(cfg: DictConfig, job_num: int, total: int) -> tuple[dict, Point, A
 
 
 def skip_finished(cfg: DictConfig, job_num: int = 0, total: int = 1) -> bool:
-    """True (and its line printed) if the point is done already and is not to be redone."""
-    return _done(cfg, *_point_of(cfg, job_num, total)[1:])
+    """True (and its line printed) if the point is done already and is not to be redone, or is
+    not one its series runs (a series that names its own ``x_values``)."""
+    figure, *rest = _point_of(cfg, job_num, total)
+    return _done(cfg, figure, *rest)
 
 
-def _done(cfg: DictConfig, point: Point, folder: Any, chash: str, tag: str) -> bool:
+def _done(cfg: DictConfig, figure: dict, point: Point, folder: Any, chash: str, tag: str) -> bool:
+    if not series_runs_at(figure, point.series, point.x, cfg.scale.name):
+        xs = series_x_values(figure, point.series, cfg.scale.name)
+        print(f"{tag}: not run, the series runs at {', '.join(map(x_label, xs))} only "
+              f"(its x_values)", flush=True)
+        return True
     if not cfg.force and finished(folder, point, chash):
         print(f"{tag}: done already (force=true redoes it)", flush=True)
         return True
@@ -150,7 +164,7 @@ def _done(cfg: DictConfig, point: Point, folder: Any, chash: str, tag: str) -> b
 def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     """Run (or skip) one point and write its rows; return its status."""
     figure, point, folder, chash, tag = _point_of(cfg, job_num, total)
-    if _done(cfg, point, folder, chash, tag):
+    if _done(cfg, figure, point, folder, chash, tag):
         return "skipped"
     series, x = cfg.point.series, cfg.point.x
     ctx = point_context(cfg, figure, series, x)
@@ -325,6 +339,10 @@ def check_sweep(cfg: DictConfig, figure: dict, series: list[str]) -> None:
     for name in series:
         require_series(figure, name)
         require_algorithm(figure, name)
+        try:
+            series_x_values(figure, name, cfg.scale.name)
+        except (ValueError, KeyError) as exc:
+            raise UsageError(str(exc).strip("'\"")) from None
     try:
         resolve_master(cfg.spark.master, cfg.spark.master_env)
     except SparkConfigError as exc:

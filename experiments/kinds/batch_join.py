@@ -98,6 +98,13 @@ def inputs(pc: PointContext) -> tuple[str, dict[str, Any]]:
     return wl["generator"], {**wl["params"], "seed": wl["params"].get("seed", pc.seed)}
 
 
+def operator_seed(pc: PointContext) -> int:
+    """The seed of the algorithm's own draws (FGSD-Join's samples, Tree-Join's spreading): the
+    point's, or the series' ``run.seed``, so that a seed replicate (verdict rule 3) draws new
+    data (``workload.params.seed``) and a new operator seed."""
+    return int(point_settings(pc)["run"].get("seed", pc.seed))
+
+
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
 
@@ -124,7 +131,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     budget = scaled_rule(rules, "memory_budget_bytes", pc.scale, sizes)
     deadline = scaled_rule(rules, "deadline_modeled_s", pc.scale, sizes)
     record_bytes = int(wl["params"].get("size", 0)) or None
-    ctx = BatchContext(spark, executors=executors, partitions=partitions, seed=pc.seed,
+    ctx = BatchContext(spark, executors=executors, partitions=partitions, seed=operator_seed(pc),
                        memory_budget_bytes=budget, record_bytes=record_bytes,
                        params=run.get("algorithm_params", {}))
     m = out.metrics

@@ -1,6 +1,9 @@
 """One line per series against x; failed points marked where the series would be; optional
 extra panels of other metrics; the paper's numbers overlaid as hollow markers. A series that
-another one covers (equal y at every x) is drawn wider beneath it and says so in the legend."""
+another one covers (equal y at every x) is drawn wider beneath it and says so in the legend. A
+seed replicate (a series with ``replicate_of: <series>``, the verdict rules' rule 3) is drawn
+thin and dotted in its series' colour, under one legend entry, so the spread over seeds shows
+without a line of its own in the legend."""
 
 from __future__ import annotations
 
@@ -41,13 +44,21 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
     marks_at: dict[float, int] = {}
     means = {name: values[values.series == name].groupby("x")["value"].mean().sort_index()
              for name in figure["series"]}
-    covers = covering_series(means)
+    replicas = replicates(figure)
+    covers = covering_series({k: v for k, v in means.items() if k not in replicas})
     lines = {}
     for name in figure["series"]:
         ser, depth = means[name], len(covers.get(name, []))
         look = {"marker": markers[name], "ms": MARKER_SIZE + RIM_MARKER * depth,
                 "lw": LINE_WIDTH + RIM_WIDTH * depth, "color": colors[name],
                 "linestyle": styles[name], "label": labels[name]}
+        if name in replicas:
+            if ser.empty:
+                continue
+            ax.plot(ser.index, ser.to_numpy(), marker=".", ms=MARKER_SIZE * 0.6, lw=0.8,
+                    linestyle=":", color=colors[name], alpha=0.8, zorder=1)
+            used_fail.add("replicate")
+            continue
         if not ser.empty:
             lines[name], = ax.plot(ser.index, ser.to_numpy(), **look)
             over = values[(values.series == name) & (values.status == "overflow")]
@@ -69,6 +80,10 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
             continue
         ax.scatter([p["x"]], [p["value"]], facecolors="none", edgecolors=colors.get(p["series"], "k"),
                    marker="s", s=40, label=f"paper: {labels.get(p['series'], p['series'])}")
+    if "replicate" in used_fail:
+        used_fail.discard("replicate")
+        ax.plot([], [], marker=".", lw=0.8, linestyle=":", color="gray",
+                label="other seeds (thin, dotted; verdict rule 3)")
     for s in sorted(used_fail):
         ax.scatter([], [], marker=FAIL_MARKERS[s], color="gray", label=("* " if s == "overflow" else "failed: ") + FAIL_LABELS[s])
     ax.set_xlabel(figure["x"].get("label", "x"))
@@ -81,12 +96,20 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
     return lines, {name: above[-1] for name, above in covers.items() if above}
 
 
+def replicates(figure: dict) -> dict[str, str]:
+    """Seed replicate series -> the series they replicate (``replicate_of``)."""
+    return {name: spec["replicate_of"] for name, spec in figure["series"].items()
+            if (spec or {}).get("replicate_of")}
+
+
 def draw(figure: dict, results: pd.DataFrame):
     plot = figure.get("plot", {})
     panels = [{"y": plot["y"], "ylabel": plot.get("ylabel", plot["y"]),
                "logy": plot.get("logy", False)}, *plot.get("extra_panels", [])]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     colors = series_colors(list(figure["series"]))
+    for name, primary in replicates(figure).items():
+        colors[name] = colors.get(primary, colors[name])
     legend_lines: dict = {}
     covered: dict[str, dict[str, list[int]]] = {}  # series -> series on top -> panels
     for i, (ax, p) in enumerate(zip(axes[0], panels, strict=True), start=1):

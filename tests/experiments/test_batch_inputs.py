@@ -92,3 +92,22 @@ def test_a_point_on_reused_inputs_counts_as_on_fresh_ones(spark, series):
     bi.forget_inputs(spark)
     assert fresh.status == reused.status == "ok"
     assert _counts(reused) == _counts(fresh)
+
+
+def test_a_seed_replicate_draws_new_data_and_a_new_operator_seed():
+    """Rule 3's replicates are series with ``workload.params.seed`` and ``run.seed``: both the
+    inputs and the algorithm's own draws change; other series keep the point's seed."""
+    from experiments.figures import load_figure
+    from experiments.kinds import PointContext
+    from experiments.kinds.batch_join import inputs, operator_seed
+
+    figure = load_figure("amjoin/fig5", "tiny")
+    figure["series"]["am_join_seed2"] = {
+        "algorithm": "am_join", "overrides": {"workload.params.seed": 2, "run.seed": 2}}
+
+    def pc(series: str) -> PointContext:
+        return PointContext(figure=figure, series=series, x=0.5, scale="tiny", seed=0,
+                            spark_cfg={}, calibration=None)
+
+    assert (operator_seed(pc("am_join")), inputs(pc("am_join"))[1]["seed"]) == (0, 0)
+    assert (operator_seed(pc("am_join_seed2")), inputs(pc("am_join_seed2"))[1]["seed"]) == (2, 2)

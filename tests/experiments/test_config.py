@@ -6,7 +6,7 @@ import pytest
 
 from experiments.config import compose
 from experiments.figure_keys import CHECK_KEYS, PLOT_KEYS, RUN_KEYS, FigureKeyError
-from experiments.figure_spec import x_values
+from experiments.figure_spec import series_x_values, x_values
 from experiments.figures import figure_ids, load_figure
 from experiments.kinds import KINDS
 from experiments.run import main
@@ -30,6 +30,10 @@ def test_figure_composes(figure_id, scale):
     assert fig["plot"].get("kind", "lines") in PLOT_KINDS
     assert x_values(fig, scale), "every figure sweeps at least one x value per scale"
     assert fig["series"]
+    for name, spec in fig["series"].items():
+        # a series' own x values are the figure's (raises otherwise); a replicate's series exists
+        assert series_x_values(fig, name, scale), name
+        assert (spec or {}).get("replicate_of", name) in fig["series"], name
     assert fig["targets"], "every figure states the paper's claims as targets"
     for t in fig["targets"]:
         assert t["id"] and t["claim"]
@@ -79,7 +83,7 @@ def test_misspelt_key_in_a_block_fails_at_load_with_the_valid_keys(override, mes
 
 def test_misspelt_key_lists_the_keys_the_code_reads():
     with pytest.raises(FigureKeyError, match="valid: algorithm_params, executors, partitions, "
-                                             "partitions_per_executor, schedule$"):
+                                             "partitions_per_executor, schedule, seed$"):
         compose(["figure=amjoin/fig5", "+figure.run.partitions_per_executr=3"])
 
 
@@ -136,6 +140,29 @@ def test_config_hash_of_a_point_ignores_other_series_and_x_values():
     assert config_hash({**fig, "x": {"param": "b", "values": [0, 1]}}, "small", 0, "s") != base
     changed = {**fig, "series": {"s": {"algorithm": "x", "overrides": {"run.k": 1}}}}
     assert config_hash(changed, "small", 0, "s") != base
+
+
+def test_a_series_runs_at_its_own_x_values_and_they_are_not_in_its_hash():
+    """A seed replicate may run only where its verdict is near its threshold (rule 3): its
+    ``x_values`` (per scale or not) pick from the figure's; a value the figure lacks is an
+    error; without them the series runs everywhere, a point.x beyond the list included."""
+    from experiments.figure_spec import config_hash, series_runs_at
+
+    fig = {"id": "p/f", "x": {"param": "a", "values": [0, 0.5, 1],
+                              "values_by_scale": {"tiny": [0, 1]}},
+           "series": {"s": {"algorithm": "x"},
+                      "r": {"algorithm": "x", "x_values": [0.5, 1]},
+                      "t": {"algorithm": "x", "x_values": {"small": [0.5], "tiny": [1]}}}}
+    assert series_x_values(fig, "s", "small") == [0, 0.5, 1]
+    assert series_x_values(fig, "r", "small") == [0.5, 1]
+    assert series_x_values(fig, "t", "small") == [0.5] and series_x_values(fig, "t", "tiny") == [1]
+    assert series_x_values(fig, "t", "medium") == [0.5]  # the derived scale's base's
+    with pytest.raises(ValueError, match="not x values"):
+        series_x_values(fig, "r", "tiny")
+    assert series_runs_at(fig, "s", 7.0, "small")
+    assert series_runs_at(fig, "r", 1.0, "small") and not series_runs_at(fig, "r", 0.0, "small")
+    same = {**fig, "series": {**fig["series"], "r": {"algorithm": "x"}}}
+    assert config_hash(same, "small", 0, "r") == config_hash(fig, "small", 0, "r")
 
 
 def test_the_second_scale_is_small_with_4x_the_data_capped_at_the_papers():

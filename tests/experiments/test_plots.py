@@ -95,3 +95,20 @@ def test_covering_series_needs_equal_values_at_every_x():
          "c": pd.Series([1.0, 2.1], index=[0, 1]), "d": pd.Series([1.0], index=[0]),
          "e": pd.Series([], dtype=float)}
     assert covering_series(s) == {"a": ["b"], "b": [], "c": [], "d": []}
+
+
+def test_a_seed_replicate_is_drawn_thin_in_its_series_colour_under_one_legend_entry():
+    figure = {"id": "t", "title": "t", "x": {"label": "x"}, "plot": {"y": "modeled_time"},
+              "series": {"hash_join": {"label": "Hash-Join"}, "am_join": {"label": "AM-Join"},
+                         "hash_join_seed1": {"label": "Hash-Join, seed 1",
+                                             "replicate_of": "hash_join"},
+                         "hash_join_seed2": {"label": "Hash-Join, seed 2",
+                                             "replicate_of": "hash_join"}}}
+    chart = load("lines")(figure, _results({"hash_join": [1.0, 2.0], "am_join": [1.5, 2.5],
+                                            "hash_join_seed1": [1.0, 2.0],
+                                            "hash_join_seed2": [1.1]}))
+    labels = [t.get_text() for t in chart.legends[0].get_texts()]
+    assert labels == ["Hash-Join", "AM-Join", "other seeds (thin, dotted; verdict rule 3)"]
+    primary, _, seed1, seed2, _ = chart.axes[0].get_lines()
+    assert seed1.get_color() == seed2.get_color() == primary.get_color()
+    assert seed1.get_linestyle() == ":" and seed1.get_linewidth() < primary.get_linewidth()

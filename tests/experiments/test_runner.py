@@ -64,6 +64,20 @@ def test_each_seed_keeps_its_own_result(scripted):
         "hash_join__0.5.parquet", "hash_join__0.5__seed1.parquet", "hash_join__0.5__seed2.parquet"]
 
 
+def test_a_series_with_its_own_x_values_runs_only_there(scripted):
+    run, root = scripted
+    own = "+figure.series.hj_seed1={algorithm:hash_join,x_values:[0.5]}"
+    assert run("hj_seed1", 0.0, own) == "skipped"
+    assert run("hj_seed1", 0.5, own) == "ok"
+    assert fake_kind.CALLS == [("hj_seed1", 0.5)]
+    from experiments.figures import load_figure
+    from experiments.report import missing_points
+
+    figure = load_figure("amjoin/fig5", "tiny")
+    figure["series"] = {"hj_seed1": {"algorithm": "hash_join", "x_values": [0.5]}}
+    assert missing_points(figure, read_results(root, "amjoin/fig5"), "tiny") == []
+
+
 def test_failures_are_results_and_sweep_goes_on(scripted):
     run, root = scripted
     assert run("spark3_join", 0.0) == "error"
