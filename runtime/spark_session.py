@@ -156,7 +156,15 @@ def get_spark(
     settings.update(extra)
     for k, v in settings.items():
         builder = builder.config(k, v)
-    _session = builder.getOrCreate()
+    try:
+        _session = builder.getOrCreate()
+    except Exception as exc:
+        if "Only one SparkContext" not in str(exc):
+            raise
+        # A context that an error stopped from a task thread (a Java OutOfMemoryError does) can
+        # stay registered in the JVM, which then refuses every new one: start a fresh JVM.
+        _forget_jvm(kill=True)
+        _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
     if ships_code(url):
         _session.sparkContext.addPyFile(str(project_zip()))
@@ -258,17 +266,31 @@ def reset_if_broken() -> bool:
         stop_spark()
     _session, _session_key = None, None
     if not _jvm_alive():
-        # PySpark keeps the gateway of the first JVM in class attributes and would hand the dead
-        # one to every later session ("Connection refused"); forget it so a new JVM is launched.
-        from pyspark import SparkContext
-        from pyspark.sql import SparkSession
-
-        SparkContext._gateway = None
-        SparkContext._jvm = None
-        SparkContext._active_spark_context = None
-        SparkSession._instantiatedSession = None
-        SparkSession._activeSession = None
+        _forget_jvm(kill=False)
     return True
+
+
+def _forget_jvm(kill: bool) -> None:
+    """Make the next session launch a new JVM. PySpark keeps the gateway of the first JVM in
+    class attributes and would hand a dead one to every later session ("Connection refused");
+    ``kill`` also ends a live JVM that can no longer make a context."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    gateway = SparkContext._gateway
+    if kill and gateway is not None:
+        with contextlib.suppress(Exception):
+            gateway.shutdown()
+        proc = getattr(gateway, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=60)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
 
 
 def _jvm_alive() -> bool:

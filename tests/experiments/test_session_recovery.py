@@ -36,3 +36,32 @@ def test_new_session_after_the_jvm_died():
                           capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "RECOVERED" in proc.stdout
+
+
+_STALE = textwrap.dedent("""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+    import runtime.spark_session as session
+    from runtime.spark_session import get_spark, stop_spark
+
+    spark = get_spark(master="local[1]", driver_memory="1g")
+    first = SparkContext._gateway.proc
+    # Python forgets the context while the JVM keeps it registered, as after a Java
+    # OutOfMemoryError stopped it from a task thread: the JVM refuses a second context
+    session._session = None
+    SparkContext._active_spark_context = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    again = get_spark(master="local[1]", driver_memory="1g")
+    assert again.range(7).count() == 7
+    assert first.poll() is not None, "the refusing JVM was left running"
+    stop_spark()
+    print("RECOVERED")
+""")
+
+
+def test_new_session_when_the_jvm_still_holds_a_stopped_context():
+    proc = subprocess.run([sys.executable, "-c", _STALE], cwd=ROOT, text=True,
+                          capture_output=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "RECOVERED" in proc.stdout
