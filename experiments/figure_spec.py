@@ -136,8 +136,7 @@ def series_x_values(figure: dict, series: str, scale: str) -> list[Any]:
     own = (figure.get("series", {}).get(series) or {}).get("x_values")
     if own is None:
         return values
-    own = by_scale(own, DERIVED_SCALES[scale].base if scale in DERIVED_SCALES and
-                   is_per_scale(own) and scale not in own else scale)
+    own = by_scale(own, scale)  # a derived scale's were filled in by at_scale, as every value's
     wanted = {round(x_numeric(figure, v), 9) for v in own}
     unknown = wanted - {round(x_numeric(figure, v), 9) for v in values}
     if unknown:

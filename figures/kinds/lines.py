@@ -45,6 +45,7 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
     means = {name: values[values.series == name].groupby("x")["value"].mean().sort_index()
              for name in figure["series"]}
     replicas = replicates(figure)
+    drew_replicate = False
     covers = covering_series({k: v for k, v in means.items() if k not in replicas})
     lines = {}
     for name in figure["series"]:
@@ -57,7 +58,7 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
                 continue
             ax.plot(ser.index, ser.to_numpy(), marker=".", ms=MARKER_SIZE * 0.6, lw=0.8,
                     linestyle=":", color=colors[name], alpha=0.8, zorder=1)
-            used_fail.add("replicate")
+            drew_replicate = True
             continue
         if not ser.empty:
             lines[name], = ax.plot(ser.index, ser.to_numpy(), **look)
@@ -80,8 +81,7 @@ def _panel(ax, figure: dict, results: pd.DataFrame, y: str, ylabel: str, logy: b
             continue
         ax.scatter([p["x"]], [p["value"]], facecolors="none", edgecolors=colors.get(p["series"], "k"),
                    marker="s", s=40, label=f"paper: {labels.get(p['series'], p['series'])}")
-    if "replicate" in used_fail:
-        used_fail.discard("replicate")
+    if drew_replicate:
         ax.plot([], [], marker=".", lw=0.8, linestyle=":", color="gray",
                 label="other seeds (thin, dotted; verdict rule 3)")
     for s in sorted(used_fail):

@@ -146,7 +146,7 @@ def test_a_series_runs_at_its_own_x_values_and_they_are_not_in_its_hash():
     """A seed replicate may run only where its verdict is near its threshold (rule 3): its
     ``x_values`` (per scale or not) pick from the figure's; a value the figure lacks is an
     error; without them the series runs everywhere, a point.x beyond the list included."""
-    from experiments.figure_spec import config_hash, series_runs_at
+    from experiments.figure_spec import at_scale, config_hash, series_runs_at
 
     fig = {"id": "p/f", "x": {"param": "a", "values": [0, 0.5, 1],
                               "values_by_scale": {"tiny": [0, 1]}},
@@ -156,7 +156,8 @@ def test_a_series_runs_at_its_own_x_values_and_they_are_not_in_its_hash():
     assert series_x_values(fig, "s", "small") == [0, 0.5, 1]
     assert series_x_values(fig, "r", "small") == [0.5, 1]
     assert series_x_values(fig, "t", "small") == [0.5] and series_x_values(fig, "t", "tiny") == [1]
-    assert series_x_values(fig, "t", "medium") == [0.5]  # the derived scale's base's
+    # the derived scale's are its base's, as at_scale fills in every per-scale value
+    assert series_x_values(at_scale(fig, "medium"), "t", "medium") == [0.5]
     with pytest.raises(ValueError, match="not x values"):
         series_x_values(fig, "r", "tiny")
     assert series_runs_at(fig, "s", 7.0, "small")

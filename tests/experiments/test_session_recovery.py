@@ -31,11 +31,15 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_new_session_after_the_jvm_died():
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, text=True,
+def _recovers(script: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, text=True,
                           capture_output=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "RECOVERED" in proc.stdout
+
+
+def test_new_session_after_the_jvm_died():
+    _recovers(_SCRIPT)
 
 
 _STALE = textwrap.dedent("""
@@ -61,7 +65,4 @@ _STALE = textwrap.dedent("""
 
 
 def test_new_session_when_the_jvm_still_holds_a_stopped_context():
-    proc = subprocess.run([sys.executable, "-c", _STALE], cwd=ROOT, text=True,
-                          capture_output=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "RECOVERED" in proc.stdout
+    _recovers(_STALE)
