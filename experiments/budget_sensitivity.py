@@ -41,8 +41,7 @@ import pandas as pd
 from datagen.dpair import TABLES, table_keys
 from experiments.figure_spec import scaled_rule, x_values
 from experiments.figures import load_figure
-from experiments.kinds import PointContext
-from experiments.kinds.batch_join import point_settings
+from experiments.kinds import PointContext, point_settings
 from joins.batch.full_skew_join import broadcast_hot_bytes, broadcast_hot_rows
 from joins.batch.hot_keys import hot_params, top_of_counts
 from joins.batch.spark_builtin import broadcast_relation_bytes

@@ -18,8 +18,7 @@ import pandas as pd
 
 from experiments.config import compose
 from experiments.figure_spec import grown_sizes, plain
-from experiments.kinds import load_kind
-from experiments.kinds.batch_join import point_settings
+from experiments.kinds import load_kind, point_settings
 from experiments.paper_regime import factors, regime_tables
 from experiments.run import UsageError, point_context, require_figure, require_series
 from experiments.stages import _x

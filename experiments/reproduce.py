@@ -79,7 +79,9 @@ def expected_seconds(figure_id: str, scale: str, force: bool) -> float:
     results = read_results(ROOT / "results", results_id(figure))
     if results.empty:
         return math.nan
-    walls = results.groupby("point_id")["wall_time_s"].first()
+    firsts = results.groupby("point_id")[["wall_time_s", "reused_from"]].first()
+    # a point copied from another figure's (experiments.point_cache) takes no time to copy again
+    walls = firsts["wall_time_s"].where(firsts["reused_from"].fillna("").eq(""), 0.0)
     rerun = walls if force else walls.reindex(stale_points(figure, results)).dropna()
     points = sum(len(series_x_values(figure, series, scale)) for series in figure["series"])
     missing = max(0, points - len(walls))

@@ -26,10 +26,12 @@ FINAL_STATUSES = ("ok", "oom", "timeout", "overflow", "n/a")
 COLUMNS = [
     "figure", "series", "x", "x_label", "metric", "value", "unit", "status", "t",
     "config_hash", "point_id", "seed", "scale", "spark_version", "spark_master",
-    "calibration_id", "git_commit", "start_time", "wall_time_s", "error",
+    "calibration_id", "git_commit", "start_time", "wall_time_s", "error", "reused_from",
 ]
 # ``t`` positions a row of a within-run time series (e.g. ILF at a fraction of the input
-# processed, or at a micro-batch); it is NaN for a point's scalar metrics.
+# processed, or at a micro-batch); it is NaN for a point's scalar metrics. ``reused_from``
+# names the other figure's point a point was copied from (experiments.point_cache), whose run
+# its provenance is; empty for a point run for its own figure.
 _STR_COLS = [c for c in COLUMNS if c not in ("x", "value", "seed", "wall_time_s", "t")]
 
 
@@ -123,7 +125,11 @@ def read_results(root: str | Path, figure: str) -> pd.DataFrame:
     files = sorted(folder.glob("[!._]*.parquet")) if folder.exists() else []
     if not files:
         return tidy_frame([]).iloc[0:0]
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    frame = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    for col in COLUMNS:  # a column added since the oldest file was written (reused_from)
+        if col not in frame:
+            frame[col] = pd.Series(pd.NA, index=frame.index, dtype="string")
+    return frame
 
 
 # Units of a time (modeled or local wall) or of a rate over one: what may change when the

@@ -167,6 +167,8 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     if _done(cfg, figure, point, folder, chash, tag):
         return "skipped"
     series, x = cfg.point.series, cfg.point.x
+    if cfg.reuse and (status := _reuse(cfg, figure, point, folder, chash, tag)):
+        return status
     ctx = point_context(cfg, figure, series, x)
     calibration = ctx.calibration
     start, t0 = datetime.now(UTC), time.perf_counter()
@@ -195,6 +197,29 @@ def run_point(cfg: DictConfig, job_num: int = 0, total: int = 1) -> str:
     detail = f" ({outcome.error})" if outcome.error else ""
     print(f"{tag}: {outcome.status} in {wall:.1f}s{detail}", flush=True)
     return outcome.status
+
+
+def _reuse(cfg: DictConfig, figure: dict, point: Point, folder: Any, chash: str,
+           tag: str) -> str | None:
+    """Copy the point from another figure's finished point with the same settings, if there
+    is one (experiments.point_cache); its status, or None to run the point."""
+    from experiments.point_cache import copied_rows, point_key, reusable
+
+    scale = cfg.scale.name
+    key = point_key(figure, point.series, cfg.point.x, scale, point.seed)
+    made_on = {"spark_master": cfg.spark.master, "calibration_id": load_calibration().id}
+    source = reusable(_results_root(cfg), figure, point, key, scale, made_on,
+                      same_commit=git_commit() if cfg.force else None)
+    if source is None:
+        return None
+    mine = {"figure": figure["id"], "series": point.series, "x": point.x,
+            "x_label": point.x_label, "config_hash": chash, "point_id": point.point_id}
+    rows = copied_rows(source, mine)
+    write_point(folder, point, rows)
+    status = str(rows[0]["status"])
+    print(f"{tag}: {status}, copied from {source} (the same settings; not run again)",
+          flush=True)
+    return status
 
 
 @hydra.main(config_path=str(CONF), config_name="config", version_base="1.3")

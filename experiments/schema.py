@@ -63,6 +63,9 @@ class RootConfig:
     point: PointConfig = field(default_factory=PointConfig)
     seed: int = 0
     force: bool = False  # redo points that already have results
+    # copy a point from another figure's finished point with the same settings
+    # (experiments.point_cache); with force=true only one made by this very commit
+    reuse: bool = True
     progress: bool = True
     results_root: str | None = None  # override the scale's results folder
     # points run at once: "auto" (two for a kind that needs one core, ONE_CORE_KINDS, on a

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import sys
 
+import pandas as pd
+
 from experiments.figures import figure_ids, load_figure, results_id
 from experiments.report import missing_points, second_scale_of
 from experiments.results import read_results
@@ -17,7 +19,8 @@ START, END = "<!-- figures:start -->", "<!-- figures:end -->"
 def figure_table(results_root: str = "results") -> str:
     """One row per figure, then the total local wall time. Each run is counted once: a figure
     that draws another figure's runs (``runs_of``) shows "runs of X" for its wall time, which
-    is X's, and adds nothing to the total."""
+    is X's, and adds nothing to the total; a point copied from another figure's point with the
+    same settings (``reused_from``, experiments.point_cache) adds nothing either."""
     lines = ["| figure | what | `make` target | results (scale=small) | local wall time "
              "| targets met / checked |",
              "|---|---|---|---|---:|---|"]
@@ -30,11 +33,13 @@ def figure_table(results_root: str = "results") -> str:
         else:
             points = res.groupby("point_id")["status"].first().value_counts()
             status = ", ".join(f"{n} {s}" for s, n in points.items())
+            seconds, ran, copied = own_runs(res)
+            if copied:
+                status += f" ({copied} copied from another figure's runs)"
             if fig.get("runs_of"):
                 wall = f"runs of `{fig['runs_of']}`"
             else:
-                seconds = res.groupby("point_id")["wall_time_s"].first().sum()
-                wall, total, runs = _minutes(seconds), total + seconds, runs + int(points.sum())
+                wall, total, runs = _minutes(seconds), total + seconds, runs + ran
             missing = missing_points(fig, res, "small")
             if missing:
                 status += f", {len(missing)} not run"
@@ -52,6 +57,14 @@ def figure_table(results_root: str = "results") -> str:
     lines.append(f"| **total** | every run once | `make reproduce-all` | {runs} points "
                  f"| **{_minutes(total)}** ({total / 3600:.1f} h) | |")
     return "\n".join(lines)
+
+
+def own_runs(res: pd.DataFrame) -> tuple[float, int, int]:
+    """A figure's summed point wall time and points over the runs made for it, and how many
+    points were copied from another figure's runs (``reused_from``), whose time is theirs."""
+    first = res.groupby("point_id")[["wall_time_s", "reused_from"]].first()
+    copied = first["reused_from"].fillna("").ne("")
+    return float(first.loc[~copied, "wall_time_s"].sum()), int((~copied).sum()), int(copied.sum())
 
 
 def _minutes(seconds: float) -> str:

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from experiments.figure_spec import resolve_scaled
+
 KINDS: dict[str, str] = {
     "batch_join": "experiments.kinds.batch_join:run_point",
     "first_iteration": "experiments.kinds.first_iteration:run_point",
@@ -68,6 +70,30 @@ class PointContext:
     calibration: Any
     wall_limit_s: float = 900.0  # local guard; a point running longer is status=timeout
     progress: bool = True
+
+
+def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        tree = tree.setdefault(k, {})
+    tree[keys[-1]] = value
+
+
+def point_settings(pc: PointContext) -> dict[str, Any]:
+    """The workload and run settings of this point: figure defaults, series overrides, x."""
+    fig = pc.figure
+    series = dict(fig["series"][pc.series])
+    settings = {
+        "workload": resolve_scaled({k: v for k, v in fig["workload"].items() if k != "sizes"},
+                                   pc.scale),
+        "run": resolve_scaled(fig.get("run", {}), pc.scale),
+    }
+    settings["workload"].setdefault("params", {}).update(fig["workload"]["sizes"][pc.scale])
+    for path, value in resolve_scaled(series.get("overrides", {}), pc.scale).items():
+        _set_path(settings, path, value)
+    _set_path(settings, fig["x"]["param"], pc.x)
+    settings["algorithm"] = series_algorithm(fig, pc.series)
+    return settings
 
 
 @dataclass

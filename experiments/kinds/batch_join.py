@@ -12,8 +12,13 @@ from typing import Any
 
 import duckdb
 
-from experiments.figure_spec import resolve_scaled, scaled_rule
-from experiments.kinds import PointContext, PointOutcome, series_algorithm, wall_clock_guard
+from experiments.figure_spec import scaled_rule
+from experiments.kinds import (
+    PointContext,
+    PointOutcome,
+    point_settings,
+    wall_clock_guard,
+)
 from experiments.kinds.batch_inputs import distributed_inputs, release_cached
 from experiments.paper_regime import paper_factors, regime_metrics
 from joins.api import BatchContext, BudgetExceeded, JoinSpec, consume_output
@@ -23,30 +28,6 @@ from joins.registry import get as get_algorithm
 from runtime.cost_model import executor_imbalance, stage_table
 from runtime.spark_metrics import TaskMetricsCapture
 from runtime.spark_session import get_spark
-
-
-def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
-    keys = dotted.split(".")
-    for k in keys[:-1]:
-        tree = tree.setdefault(k, {})
-    tree[keys[-1]] = value
-
-
-def point_settings(pc: PointContext) -> dict[str, Any]:
-    """The workload and run settings of this point: figure defaults, series overrides, x."""
-    fig = pc.figure
-    series = dict(fig["series"][pc.series])
-    settings = {
-        "workload": resolve_scaled({k: v for k, v in fig["workload"].items() if k != "sizes"},
-                                   pc.scale),
-        "run": resolve_scaled(fig.get("run", {}), pc.scale),
-    }
-    settings["workload"].setdefault("params", {}).update(fig["workload"]["sizes"][pc.scale])
-    for path, value in resolve_scaled(series.get("overrides", {}), pc.scale).items():
-        _set_path(settings, path, value)
-    _set_path(settings, fig["x"]["param"], pc.x)
-    settings["algorithm"] = series_algorithm(fig, pc.series)
-    return settings
 
 
 def cached_value(cache: Path, field: str, compute) -> Any:

@@ -48,8 +48,14 @@ import pandas as pd
 from omegaconf import OmegaConf
 
 from experiments.figure_spec import plain
-from experiments.kinds import STEP_TUPLES, PointContext, PointOutcome, wall_clock_guard
-from experiments.kinds.batch_join import cached_value, point_settings
+from experiments.kinds import (
+    STEP_TUPLES,
+    PointContext,
+    PointOutcome,
+    point_settings,
+    wall_clock_guard,
+)
+from experiments.kinds.batch_join import cached_value
 
 GB = 1e9
 

@@ -34,8 +34,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from experiments.kinds import STEP_TUPLES, PointContext, PointOutcome, wall_clock_guard
-from experiments.kinds.batch_join import point_settings
+from experiments.kinds import (
+    STEP_TUPLES,
+    PointContext,
+    PointOutcome,
+    point_settings,
+    wall_clock_guard,
+)
 from experiments.kinds.query_inputs import join_count, read_query
 
 MINUTE_MS = 60_000.0

@@ -38,8 +38,13 @@ import numpy as np
 import pandas as pd
 
 from experiments.figure_spec import scaled_rule
-from experiments.kinds import STEP_TUPLES, PointContext, PointOutcome, wall_clock_guard
-from experiments.kinds.batch_join import point_settings
+from experiments.kinds import (
+    STEP_TUPLES,
+    PointContext,
+    PointOutcome,
+    point_settings,
+    wall_clock_guard,
+)
 from joins.calibrated import cost_model
 from runtime.cost_model import r_squared
 

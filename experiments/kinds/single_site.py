@@ -29,8 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.kinds import PointContext, PointOutcome, wall_clock_guard
-from experiments.kinds.batch_join import point_settings
+from experiments.kinds import PointContext, PointOutcome, point_settings, wall_clock_guard
 from experiments.kinds.online_join import band_outputs
 from experiments.kinds.query_inputs import join_count, read_query
 

@@ -14,7 +14,7 @@ def run_point(pc: PointContext) -> PointOutcome:
     if pc.series == "broadcast_join":
         return PointOutcome(status="oom", error="scripted budget", metrics={"memory_needed_bytes": (9.0, "bytes")})
     return PointOutcome(status="ok", metrics={"modeled_time": (float(pc.x) + 1.0, "modeled s")},
-                        spark_version="test", spark_master="none")
+                        spark_version="test", spark_master=pc.spark_cfg["master"])
 
 
 def run_point_scripted(cfg, job_num: int = 0, total: int = 1) -> str:
