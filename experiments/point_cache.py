@@ -31,7 +31,7 @@ from experiments.results import Point, finished, point_path, results_dir
 # parts point_settings resolves (workload, run, series, x).
 NOT_READ = frozenset({"id", "title", "paper", "headline", "description", "plot", "paper_values",
                       "choices", "targets", "runs_of", "metrics", "series", "x", "workload",
-                      "run"})
+                      "run", "seed_replicates"})
 # Kinds that read the point's x itself, not only through the setting x.param names (Fig 3's
 # seed per x, Squall's theory check per x): their x is part of the key.
 READS_X = frozenset({"first_iteration", "squall_theory"})

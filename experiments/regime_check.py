@@ -17,7 +17,7 @@ import sys
 import pandas as pd
 
 from experiments.config import compose
-from experiments.figure_spec import grown_sizes, plain
+from experiments.figure_spec import grown_sizes, plain, with_seed_replicates
 from experiments.kinds import load_kind, point_settings
 from experiments.paper_regime import factors, regime_tables
 from experiments.run import UsageError, point_context, require_figure, require_series
@@ -64,7 +64,7 @@ def check(argv: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     scale = opts.get("scale", "small")
     factor = float(opts.get("factor", 4))
     cfg = compose([f"figure={opts['figure']}", f"scale={scale}", "spark=local"])
-    figure = plain(cfg.figure)
+    figure = with_seed_replicates(plain(cfg.figure))
     require_series(figure, opts["series"])
     x = _x(figure, scale, opts["x"])
     larger = grown(figure, scale, factor)

@@ -36,6 +36,9 @@ class FigureConfig:
     description: str = ""
     x: dict[str, Any] = field(default_factory=dict)  # name, label, values, values_by_scale
     series: dict[str, Any] = field(default_factory=dict)  # series name -> parameters
+    # seed replicates of series, expanded into series at load
+    # (experiments.figure_spec.with_seed_replicates)
+    seed_replicates: list[Any] = field(default_factory=list)
     workload: dict[str, Any] = field(default_factory=dict)
     run: dict[str, Any] = field(default_factory=dict)  # kind-specific settings (per scale)
     rules: dict[str, Any] = field(default_factory=dict)  # failure rules: budgets, deadlines

@@ -9,7 +9,8 @@ checker finds it (:func:`_cannot_discriminate`: the compared values are identica
 compared series have identical counts, so their modeled times cannot differ).
 
 Seeds: ``replicates: [{series: its replicate series}, ...]`` names the same comparison on other
-seeds (data and operator); the check runs on each, and its verdict counts only if all agree,
+seeds (data and operator), ``replicates: seeds`` every replicate the figure's ``seed_replicates``
+declare (:func:`experiments.figure_spec.with_seed_replicates`); the check runs on each, and its verdict counts only if all agree,
 otherwise it is "unstable" with every value. ``sensitivity: <reason>``: a second reading of a
 claim whose primary reading is another target; it is evaluated and shown, never counted.
 

@@ -166,6 +166,39 @@ def test_a_series_runs_at_its_own_x_values_and_they_are_not_in_its_hash():
     assert config_hash(same, "small", 0, "r") == config_hash(fig, "small", 0, "r")
 
 
+def test_seed_replicates_are_the_series_they_stand_for():
+    """One ``seed_replicates`` group declares a replicate per base series and seed, with the
+    hash a hand-written one has, and ``replicates: seeds`` in a target names them all."""
+    from experiments.figure_spec import config_hash, with_seed_replicates
+
+    fig = {"id": "p/f", "x": {"param": "a", "values": [0, 1]},
+           "series": {"s": {"algorithm": "x", "label": "S", "overrides": {"run.k": 2}},
+                      "u": {"label": "U"}},
+           "seed_replicates": [{"series": ["s", "u"], "seeds": [1, 2],
+                                "set": ["workload.params.seed", "run.seed"], "x_values": [1]}],
+           "targets": [{"id": "T", "replicates": "seeds"}]}
+    out = with_seed_replicates(fig)
+    assert "seed_replicates" not in out and "seed_replicates" in fig  # the input is kept
+    assert list(out["series"]) == ["s", "u", "s_seed1", "u_seed1", "s_seed2", "u_seed2"]
+    assert out["series"]["s_seed2"] == {
+        "algorithm": "x", "label": "S, seed 2", "replicate_of": "s", "x_values": [1],
+        "overrides": {"run.k": 2, "workload.params.seed": 2, "run.seed": 2}}
+    assert out["series"]["u_seed1"]["algorithm"] == "u"
+    assert out["targets"][0]["replicates"] == [{"s": "s_seed1", "u": "u_seed1"},
+                                               {"s": "s_seed2", "u": "u_seed2"}]
+    by_hand = {**{k: v for k, v in fig.items() if k != "seed_replicates"},
+               "series": {**fig["series"], "s_seed2": {
+                   "algorithm": "x", "label": "another label", "replicate_of": "s",
+                   "overrides": {"workload.params.seed": 2, "run.k": 2, "run.seed": 2}}}}
+    assert config_hash(out, "small", 0, "s_seed2") == config_hash(by_hand, "small", 0, "s_seed2")
+    assert config_hash(out, "small", 0, "s") == config_hash(fig, "small", 0, "s")
+    with pytest.raises(ValueError, match="valid: s, u"):
+        with_seed_replicates({**fig, "seed_replicates": [{**fig["seed_replicates"][0],
+                                                          "series": ["v"]}]})
+    with pytest.raises(ValueError, match="declared twice"):
+        with_seed_replicates({**fig, "series": {**fig["series"], "s_seed1": {}}})
+
+
 def test_the_second_scale_is_small_with_4x_the_data_capped_at_the_papers():
     """``medium`` (rule 4's second scale) is derived, not written per figure: data sizes and a
     paper's scale_factor grow 4x (never past the paper's), every other setting is small's, and

@@ -68,8 +68,8 @@ def test_a_point_with_a_finished_twin_is_copied_not_run(scripted):
     assert mine.value == theirs.value and mine.wall_time_s == theirs.wall_time_s
     assert mine.start_time == theirs.start_time and mine.point_id == "hj_copy__0.5"
     assert pd.isna(theirs.reused_from)
-    seconds, ran, copied = own_runs(frame)
-    assert (seconds, ran, copied) == (theirs.wall_time_s, 1, 1)
+    own = own_runs(frame)
+    assert (own.seconds, own.ran, own.copied) == (theirs.wall_time_s, 1, 1)
     # the copy is a finished point of its own
     assert run("hj_copy", 0.5, COPY) == "skipped"
 
@@ -110,3 +110,15 @@ def test_a_point_made_on_another_master_is_not_copied(scripted):
     run("hash_join", 0.5)
     assert run("hj_copy", 0.5, COPY, "spark.master='local[1]'") == "ok"
     assert len(fake_kind.CALLS) == 2
+
+
+def test_elapsed_counts_points_that_ran_at_once_once():
+    """Two one-core points run two at a time: the machine was busy for the union of their
+    intervals, not their sum; a copied point adds nothing to either."""
+    frame = pd.DataFrame({
+        "point_id": ["a", "b", "c", "d"], "wall_time_s": [10.0, 10.0, 5.0, 99.0],
+        "reused_from": [None, None, None, "p/f s x=1"],
+        "start_time": ["2026-11-28T03:00:00+00:00", "2026-11-28T03:00:05+00:00",
+                       "2026-11-28T04:00:00+00:00", "2026-11-28T03:00:00+00:00"]})
+    own = own_runs(frame)
+    assert (own.seconds, own.elapsed, own.ran, own.copied) == (25.0, 20.0, 3, 1)
