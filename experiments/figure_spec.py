@@ -120,16 +120,17 @@ def with_seed_replicates(figure: dict) -> dict:
     groups = figure.pop("seed_replicates") or []
     series, by_seed = figure["series"], {}
     for group in groups:
-        unknown = set(group) - {"series", "seeds", "set", "x_values"}
-        if unknown or not {"series", "seeds", "set"} <= set(group):
+        bad_keys = set(group) - {"series", "seeds", "set", "x_values"}
+        if bad_keys or not {"series", "seeds", "set"} <= set(group):
             raise ValueError(f"{figure.get('id', '')}: seed_replicates group {group}: keys are "
                              f"series, seeds, set and optional x_values")
-        for base in group["series"]:
-            if base not in series:
-                raise ValueError(f"{figure.get('id', '')}: seed_replicates names series "
-                                 f"{base!r}; valid: {', '.join(series)}")
-            spec = series[base] or {}
-            for seed in group["seeds"]:
+        unknown = [b for b in group["series"] if b not in series]
+        if unknown:
+            raise ValueError(f"{figure.get('id', '')}: seed_replicates names series "
+                             f"{unknown[0]!r}; valid: {', '.join(series)}")
+        for seed in group["seeds"]:  # seed-major: every series' first replicate, then the next
+            for base in group["series"]:
+                spec = series[base] or {}
                 name = f"{base}_seed{seed}"
                 if name in series:
                     raise ValueError(f"{figure.get('id', '')}: series {name} is declared "

@@ -80,9 +80,11 @@ def own_runs(res: pd.DataFrame) -> OwnRuns:
     first = res.groupby("point_id")[["wall_time_s", "reused_from", "start_time"]].first()
     copied = first["reused_from"].fillna("").ne("")
     own = first[~copied]
-    starts = pd.to_datetime(own["start_time"], format="ISO8601").map(pd.Timestamp.timestamp)
-    intervals = sorted(zip(starts, starts + own["wall_time_s"], strict=True))
-    elapsed, end = 0.0, float("-inf")
+    starts = pd.to_datetime(own["start_time"], format="ISO8601", errors="coerce", utc=True)
+    known = starts.notna()  # a point without its start (hand-made rows) overlaps nothing
+    seconds = (starts[known] - pd.Timestamp(0, tz="UTC")).dt.total_seconds()
+    intervals = sorted(zip(seconds, seconds + own.loc[known, "wall_time_s"], strict=True))
+    elapsed, end = float(own.loc[~known, "wall_time_s"].sum()), float("-inf")
     for begin, finish in intervals:
         elapsed += max(0.0, finish - max(begin, end))
         end = max(end, finish)

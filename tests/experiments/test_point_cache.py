@@ -122,3 +122,17 @@ def test_elapsed_counts_points_that_ran_at_once_once():
                        "2026-11-28T04:00:00+00:00", "2026-11-28T03:00:00+00:00"]})
     own = own_runs(frame)
     assert (own.seconds, own.elapsed, own.ran, own.copied) == (25.0, 20.0, 3, 1)
+
+
+def test_other_figures_compose_inside_a_hydra_run():
+    """A sweep's point looks other figures up while its own Hydra run is on (jobs=1)."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from runtime.paths import CONF
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        running = GlobalHydra.instance().hydra
+        cfg = compose(["figure=amjoin/fig7"])
+        assert GlobalHydra.instance().hydra is running
+    assert cfg.figure.id == "amjoin/fig7"
