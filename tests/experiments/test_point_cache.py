@@ -6,15 +6,12 @@ from __future__ import annotations
 import copy
 
 import pandas as pd
-import pytest
 
-from experiments import kinds
 from experiments import run as runner
 from experiments.config import compose
 from experiments.figures import load_figure
 from experiments.point_cache import point_key
 from experiments.results import read_results
-from experiments.run import run_point
 from experiments.status import own_runs
 from tests.experiments import fake_kind
 
@@ -42,19 +39,6 @@ def test_prose_does_not_change_a_key_and_a_setting_does():
     changed = copy.deepcopy(fig5)
     changed["rules"] = {**changed.get("rules", {}), "executor_memory_bytes": 1}
     assert point_key(changed, "am_join", 0.5, "small", 0) != key
-
-
-@pytest.fixture
-def scripted(monkeypatch, tmp_path):
-    monkeypatch.setitem(kinds.KINDS, "batch_join", "tests.experiments.fake_kind:run_point")
-    fake_kind.CALLS.clear()
-
-    def run(series: str, x: float, *extra: str) -> str:
-        cfg = compose(["figure=amjoin/fig5", "scale=tiny", f"results_root={tmp_path}",
-                       f"point.series={series}", f"point.x={x}", *extra])
-        return run_point(cfg)
-
-    return run, tmp_path
 
 
 def test_a_point_with_a_finished_twin_is_copied_not_run(scripted):

@@ -14,19 +14,6 @@ from experiments.run import run_point
 from tests.experiments import fake_kind
 
 
-@pytest.fixture
-def scripted(monkeypatch, tmp_path):
-    monkeypatch.setitem(kinds.KINDS, "batch_join", "tests.experiments.fake_kind:run_point")
-    fake_kind.CALLS.clear()
-
-    def run(series: str, x: float, *extra: str) -> str:
-        cfg = compose(["figure=amjoin/fig5", "scale=tiny", f"results_root={tmp_path}",
-                       f"point.series={series}", f"point.x={x}", *extra])
-        return run_point(cfg)
-
-    return run, tmp_path
-
-
 def test_point_written_with_provenance(scripted):
     run, root = scripted
     assert run("hash_join", 0.5) == "ok"
