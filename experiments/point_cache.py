@@ -99,7 +99,8 @@ def reusable(results_root: str, figure: dict, point: Point, key: str, scale: str
     """A finished point of another figure (or another series) with this key, current under
     its own figure's config and made where this run would be (``made_on``: its Spark master
     and calibration id); with ``same_commit``, only one made by that commit (``force=true``: a
-    point redone after a code change is not copied from one made before it)."""
+    point redone after a code change is not copied from one made before it). A timeout is
+    never copied: the wall-clock limit that decided it is not part of the key."""
     for fid, series, x in _keys(figure["paper"], figure["kind"], scale, point.seed).get(key, []):
         if fid == figure["id"] and series == point.series:
             continue
@@ -109,8 +110,10 @@ def reusable(results_root: str, figure: dict, point: Point, key: str, scale: str
         if not finished(folder, source, config_hash(other, scale, point.seed, series)):
             continue
         path = point_path(folder, source)
-        made = pd.read_parquet(path, columns=[*made_on, "git_commit"])
+        made = pd.read_parquet(path, columns=[*made_on, "git_commit", "status"])
         if any(not made[k].eq(v).all() for k, v in made_on.items()):
+            continue
+        if made["status"].eq("timeout").any():  # decided by a wall-clock limit, not the key
             continue
         if same_commit is not None and (same_commit.endswith("-dirty")
                                         or not made["git_commit"].eq(same_commit).all()):

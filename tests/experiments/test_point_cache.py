@@ -66,6 +66,18 @@ def test_no_copy_from_an_unfinished_or_other_point(scripted):
     assert fake_kind.CALLS[-1] == ("hj_copy", 0.5)
 
 
+def test_a_timeout_is_not_copied(scripted, monkeypatch):
+    """A timeout depends on the wall-clock limit of the run that hit it, not on the settings."""
+    from experiments.kinds import PointOutcome
+
+    run, _ = scripted
+    monkeypatch.setattr(fake_kind, "run_point", lambda pc: (
+        fake_kind.CALLS.append((pc.series, pc.x)), PointOutcome(status="timeout"))[1])
+    assert run("hash_join", 0.5) == "timeout"
+    assert run("hj_copy", 0.5, COPY) == "timeout"
+    assert len(fake_kind.CALLS) == 2
+
+
 def test_reuse_false_runs_the_point(scripted):
     run, _ = scripted
     run("hash_join", 0.5)
