@@ -459,6 +459,9 @@ class Engine:
         def start_migration(old: Layout, new: Layout, at: int, info: dict, ops: list) -> None:
             nonlocal transfer, epoch, old_layout
             mode = new.move_mode
+            if self.cfg.program is not None and mode not in self.cfg.program.moves:
+                raise ValueError(f"the {self.cfg.program.name} program cannot move state by "
+                                 f"{mode} (its moves: {', '.join(self.cfg.program.moves)})")
             ops.append(Migrate(old, new, at, mode))
             if mode == "rejoin":
                 planned = migration.plan(old, new, st.is_r[:at], st.key[:at], st.u[:at])
@@ -473,7 +476,7 @@ class Engine:
 
         evict = self.cfg.spill == "evict"
         # a clean-up phase after the stream: evicted state, or a program's own (DINER's)
-        cleanup = evict or getattr(self.cfg.program, "cleans_up", False)
+        cleanup = evict or (self.cfg.program is not None and self.cfg.program.cleans_up)
         # The clean-up finds the missed pairs by eviction points where a pair's partners meet
         # at one worker for the whole run (a static grid or hash layout, or moves at batch
         # boundaries). Where they may not (moves in flight, a join-biclique storing R and S

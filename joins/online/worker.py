@@ -160,13 +160,14 @@ def _charge(c: dict, t0: tuple[float, float]) -> None:
     c["cpu_seconds"] += time.thread_time() - t0[1]
 
 
-def _new_counts(inputs: int) -> dict[str, float]:
+def _new_counts(inputs: int, own: tuple[str, ...] = ()) -> dict[str, float]:
     c = dict(received=0, probes=0, outputs=0, migrated=0, sent=0, spilled=0, disk_probes=0,
              expired=0, store_received=0, probe_received=0, seconds=0.0, cpu_seconds=0.0)
     for i in range(inputs):
         c[f"store_received@{i}"] = 0
         c[f"received@{i}"] = 0  # messages of input i (a BOTH delivery is one message)
         c[f"probe_received@{i}"] = 0
+    c.update(dict.fromkeys(own, 0))  # the program's declared counters (Program.counters)
     return c
 
 
@@ -207,7 +208,7 @@ def step(pid: int, records, report) -> PartitionState:
 
     def acc(w: int) -> tuple[dict, ProbeResult]:
         if w not in counts:
-            counts[w], outs[w] = _new_counts(n_in), ProbeResult()
+            counts[w], outs[w] = _new_counts(n_in, prog.counters), ProbeResult()
         return counts[w], outs[w]
 
     inbox.sort(key=lambda p: (p.dest, p.rel, p.start < 0,

@@ -312,7 +312,7 @@ def test_a_relocated_group_arrives_with_its_statistics():
     d = Deliveries(np.zeros(n, np.int64), rel, key, np.arange(n), np.arange(n),
                    np.zeros(n, np.uint32), np.full(n, BOTH, np.int8),
                    ts=np.arange(n, dtype=float) * 10)
-    c = {"probes": 0}
+    c = dict.fromkeys(("probes", *prog.counters), 0)  # the engine's and its own counters
     prog.deliver(sender, d, ctx, c, ProbeResult())
     p_s = prog._sizes(sender)
     p_o, t_u = sender.p_o.copy(), sender.t_u.copy()

@@ -65,7 +65,8 @@ class WorkerBase:
 
 class Program:
     """A worker program. Methods receive the worker's state ``ws``, the tick's context, the
-    worker's counters ``c`` (a dict of exact counts; a program adds its own fields) and its
+    worker's counters ``c`` (a dict of exact counts: the engine's and the program's declared
+    ``counters``) and its
     output collector ``out`` (a :class:`ProbeResult`: result count, and tid tuples when the
     run collects rows). Programs are pickled with the run's config: keep them small."""
 
@@ -75,6 +76,10 @@ class Program:
     moves: tuple[str, ...] = ("rejoin", "handoff", "boundary")  # move modes it supports
     spill_modes: tuple[str, ...] = ("charge",)
     uses_disk: bool = False  # writes files whatever the spill mode (the run gives it a folder)
+    cleans_up: bool = False  # the engine runs the clean-up phase after the stream
+    # its own counts beyond the engine's: each starts at 0 on every tick of every worker, so
+    # its column is 0 (not missing) where it counted nothing
+    counters: tuple[str, ...] = ()
 
     def new_worker(self, wid: int) -> WorkerBase:
         raise NotImplementedError

@@ -90,6 +90,7 @@ class DCape(MJoin):
     spill_modes = ("charge",)
     uses_disk = True
     cleans_up = True
+    counters = (*MJoin.counters, "cleanup_read")  # clean-up tuples read from disk
 
     def __init__(self, groups: int = 300, by: str = "mod", adapt: str = "none",
                  push: str = "low_output", push_percent: float = 30.0, theta_m: float = 1.0,
@@ -276,7 +277,7 @@ class DCape(MJoin):
             f = pd.concat(frames[i], ignore_index=True) if frames[i] else \
                 pd.DataFrame({"tid": [], "key": [], "epoch": []})
             sides.append(f[f["key"].notna()])
-        c["cleanup_read"] = c.get("cleanup_read", 0) + read
+        c["cleanup_read"] += read
         # what the cost model charges: every tuple joined once, a disk access per tuple read
         c["probes"] += sum(len(f) for f in sides)
         c["disk_probes"] += read

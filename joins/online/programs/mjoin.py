@@ -75,6 +75,7 @@ class MJoin(Program):
     edges = True
     moves = ("handoff", "boundary")
     spill_modes = ("charge",)
+    counters = ("nway_probes",)  # probes extending a partial combination (n > 2 inputs)
 
     def new_worker(self, wid):
         return MJoinState(wid)
@@ -153,7 +154,7 @@ class MJoin(Program):
             lo, hi = kernel.ranges(keys[:nvalid], probe_keys, x < y)
             null = np.isnan(probe_keys)
             lo, hi = np.where(null, 0, lo), np.where(null, 0, hi)
-            c[count] = c.get(count, 0) + len(probe_keys)
+            c[count] += len(probe_keys)
             count = "nway_probes"
             pi, si = expand(lo, hi)
             rows_y = order[si]
@@ -235,7 +236,7 @@ class MJoin(Program):
         over = max(0, sum(len(t) for t in ws.tables.values()) - cfg.budget_tuples)
         c["spilled"] += max(0, over - ws.disk_resident)
         if over:
-            c["disk_probes"] += c["probes"] + c.get("nway_probes", 0)
+            c["disk_probes"] += c["probes"] + c["nway_probes"]
         ws.disk_resident = over
         return over > 0
 
