@@ -88,7 +88,7 @@ def cmd_list() -> int:
         print(f"{kind}:")
         for name in sorted(n for n, a in ALGORITHMS.items() if a.kind == kind):
             a = ALGORITHMS[name]
-            print(f"  {name:<20} [{a.paper}] joins: {', '.join(a.join_types)}  {a.description}")
+            print(f"  {name:<20} [{a.paper or 'no paper'}] joins: {', '.join(a.join_types)}  {a.description}")
     print("python -m joins describe ALGORITHM: its paper, join types and parameters")
     return 0
 
@@ -109,7 +109,7 @@ def _default_text(source: str | None) -> str:
 
 def cmd_describe(rest: list[str]) -> int:
     from joins.cli_checks import algorithm_param_defaults
-    from joins.param_docs import PAPERS, PARAM_DOCS
+    from joins.param_docs import PAPERS, meaning
 
     if len(rest) != 1 or "=" in rest[0]:
         raise CliError("usage: python -m joins describe ALGORITHM (python -m joins list names them)")
@@ -119,7 +119,8 @@ def cmd_describe(rest: list[str]) -> int:
         raise CliError(str(exc)) from None
     command = "run" if algo.kind == "batch" else "stream"
     print(f"{algo.name} ({algo.kind}): {algo.description}")
-    print(f"  paper       {algo.paper}: {PAPERS.get(algo.paper, algo.paper)}")
+    paper = f"{algo.paper}: {PAPERS[algo.paper]}" if algo.paper else "none (in no paper)"
+    print(f"  paper       {paper}")
     print(f"  join types  {', '.join(algo.join_types)}")
     params = algorithm_param_defaults(algo)
     if not params:
@@ -130,7 +131,7 @@ def cmd_describe(rest: list[str]) -> int:
     width = max(map(len, params))
     for name in sorted(params):
         print(f"    {name:<{width}}  default {_default_text(params[name]):<10} "
-              f"{PARAM_DOCS.get(name, '(not documented)')}")
+              f"{meaning(algo, name) or '(not documented)'}")
     return 0
 
 

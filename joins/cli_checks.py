@@ -9,7 +9,7 @@ tested by really creating the parent folder and a probe file, then removing them
 (:mod:`datagen.outputs`; ``os.access`` says yes to root even where nothing can be written).
 
 Unknown algorithm parameters are refused naming the closest valid one. The valid names are
-read from the code: an online operator's from its factory's signature, a batch algorithm's from
+read from the code: an online operator's from its declaration, a batch algorithm's from
 the ``ctx.params`` keys its function reads (directly or through the ``joins`` functions it
 uses; batch algorithms take their parameters as ``ctx.params``, not as keyword arguments).
 """
@@ -20,7 +20,6 @@ import ast
 import datetime as dt
 import difflib
 import functools
-import inspect
 import json
 from collections.abc import Iterable
 from pathlib import Path
@@ -42,10 +41,6 @@ def closest(name: str, valid: Iterable[str]) -> str | None:
     return match[0] if match else None
 
 
-# engine keywords every online operator factory takes (joins.online.operators): not parameters
-ONLINE_ENGINE_KEYWORDS = ("joiners", "n_r", "n_s", "seed", "controller", "band", "graph")
-
-
 def algorithm_params(algo) -> list[str]:
     """The parameter names ``algo`` (a :class:`joins.registry.Algorithm`) reads."""
     return sorted(algorithm_param_defaults(algo))
@@ -53,13 +48,11 @@ def algorithm_params(algo) -> list[str]:
 
 def algorithm_param_defaults(algo) -> dict[str, str | None]:
     """``algo``'s parameters with their defaults as source text (``"100"``, ``"'exact'"``;
-    None where the code sets none), read from its signature (online operators) or from the
-    ``ctx.params`` reads of its code (batch algorithms), so they cannot drift from the code."""
+    None where the code sets none): an online operator's declaration
+    (:class:`joins.online.operator_spec.Operator`), or the ``ctx.params`` reads of a batch
+    algorithm's code, so they cannot drift from the code."""
     if algo.kind == "online":
-        sig = inspect.signature(algo.load())
-        return {n: (None if p.default is p.empty else repr(p.default))
-                for n, p in sig.parameters.items() if n not in ONLINE_ENGINE_KEYWORDS
-                and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        return {n: repr(p.default) for n, p in algo.load().params.items()}
     module, _, function = algo.target.partition(":")
     return _params_read(module, function)
 

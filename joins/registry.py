@@ -1,8 +1,9 @@
-"""The one registry of join algorithms: name -> implementation, imported lazily.
+"""The one registry of join algorithms: name -> implementation.
 
-A new algorithm is one module plus one entry here. Batch entries point at a function
-``run(ctx: BatchContext, left, right, spec: JoinSpec) -> JoinResult``; online entries point at
-an operator factory in ``joins.online``.
+A batch algorithm is one module plus one entry here, pointing at a function ``run(ctx:
+BatchContext, left, right, spec: JoinSpec) -> JoinResult`` (imported when used). The online
+entries are derived: every listed :class:`~joins.online.operator_spec.Operator` declared in a
+module of :mod:`joins.online.operators`, with its paper, join types and description.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 class Algorithm:
     name: str
     kind: str  # "batch" or "online"
-    paper: str  # short name of the paper that defines it ("spark" for Spark built-ins)
+    paper: str | None  # a key of joins.param_docs.PAPERS; None: in no paper (a user's own)
     target: str  # "module:function"
     join_types: tuple[str, ...] = ("inner",)
     description: str = ""
@@ -29,7 +30,7 @@ class Algorithm:
 
 _ALL = ("inner", "left", "right", "full")
 
-ALGORITHMS: dict[str, Algorithm] = {
+_BATCH: dict[str, Algorithm] = {
     a.name: a
     for a in [
         # Spark's own joins (baselines of the AM-Join paper)
@@ -64,52 +65,20 @@ ALGORITHMS: dict[str, Algorithm] = {
                   "AM-Join-Basic: AM-Join with Tree-Join-Basic for keys hot in both relations"),
         Algorithm("am_join", "batch", "amjoin", "joins.batch.am_join:am_join", _ALL,
                   "AM-Join: Tree-Join (HH), IB-Joins (HC, CH), Shuffle-Join (CC)"),
-        # Online operators of the Squall paper (joins.online engine)
-        Algorithm("dynamic", "online", "squall", "joins.online.operators:dynamic", ("inner",),
-                  "Squall DYNAMIC: adaptive (n,m) grid, doubling trigger, pairwise migration"),
-        Algorithm("static_mid", "online", "squall", "joins.online.operators:static_mid",
-                  ("inner",), "Squall STATICMID: fixed (sqrt J, sqrt J) grid"),
-        Algorithm("static_opt", "online", "squall", "joins.online.operators:static_opt",
-                  ("inner",), "Squall STATICOPT: fixed grid optimal for the final sizes"),
-        Algorithm("shj", "online", "squall", "joins.online.operators:shj", ("inner",),
-                  "Parallel symmetric hash join, hash-partitioned on the key (equi only)"),
-        # The online engine's operators shared by the BiStream, DINER and D-CAPE papers
-        Algorithm("join_biclique", "online", "bistream", "joins.online.operators:join_biclique",
-                  ("inner",), "BiStream join-biclique: R units and S units, random routing, "
-                  "each tuple stored once and probing the other side (random or ContRand "
-                  "routing)"),
-        Algorithm("join_matrix", "online", "bistream", "joins.online.operators:join_matrix",
-                  ("inner",), "BiStream's JM baseline: static sqrt(x) x sqrt(x) join-matrix, "
-                  "each tuple stored along a row (R) or a column (S)"),
-        Algorithm("mjoin", "online", "diner", "joins.online.operators:mjoin", ("inner",),
-                  "MJoin: n-way symmetric hash join (DINER's baseline, D-CAPE's per-machine "
-                  "join)"),
-        Algorithm("diner", "online", "diner", "joins.online.operators:diner", ("inner",),
-                  "DINER: single-site join under a memory budget, Up/Md/Lw flushing, "
-                  "ReactiveNL between arrivals, clean-up"),
-        Algorithm("hmj", "online", "diner", "joins.online.operators:hmj", ("inner",),
-                  "Hash-Merge Join: hash buckets, largest bucket pair flushed as sorted "
-                  "segments, merges of F segments between arrivals (DINER's baseline)"),
-        Algorithm("rpj", "online", "diner", "joins.online.operators:rpj", ("inner",),
-                  "Rate-based Progressive Join: flushes the buckets least likely to be "
-                  "probed, reactive passes or merges by expected output rate (DINER's "
-                  "baseline)"),
-        Algorithm("xjoin", "online", "diner", "joins.online.operators:xjoin", ("inner",),
-                  "XJoin: hash buckets, the largest flushed whole, disk buckets joined with "
-                  "memory buckets between arrivals (DINER's baseline)"),
-        Algorithm("pmj", "online", "diner", "joins.online.operators:pmj", ("inner",),
-                  "Progressive Merge Join: loads sorted and joined when the memory is full, "
-                  "run pairs merged after the last arrival; band joins too (DINER's "
-                  "baseline)"),
-        Algorithm("miner", "online", "diner", "joins.online.operators:miner", ("inner",),
-                  "MINER: DINER for chain, star and snowflake joins of n inputs on different "
-                  "attributes, an index "
-                  "and Up/Md/Lw areas per attribute, odometer ReactiveNL, clean-up"),
-        Algorithm("dcape", "online", "dcape", "joins.online.operators:dcape", ("inner",),
-                  "D-CAPE: n-way hash join over machines in 300 partition groups, state "
-                  "spill by productivity, relocation, lazy-disk and active-disk, clean-up"),
     ]
 }
+
+
+def _online() -> dict[str, Algorithm]:
+    """The listed operators declared in :mod:`joins.online.operators` (nothing to add here)."""
+    from joins.online import operators
+
+    return {name: Algorithm(name, "online", op.paper, operators.target(name), op.join_types,
+                            op.description)
+            for name, op in operators.declared().items() if op.listed}
+
+
+ALGORITHMS: dict[str, Algorithm] = {**_BATCH, **_online()}
 
 
 class UnknownAlgorithm(KeyError):

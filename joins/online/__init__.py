@@ -38,7 +38,9 @@ class StreamResult:
 
 
 def _factory(operator):
-    """A registry name (kind "online"), or a factory callable (extension operators, tests)."""
+    """A registry name (kind "online"), or a callable taking ``joiners``, the run's facts
+    (:class:`joins.online.operator_spec.Run`) and its parameters as keywords: a declared
+    :class:`~joins.online.operator_spec.Operator`, or a plain function (tests)."""
     from joins import registry
 
     if callable(operator):
@@ -130,6 +132,8 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
     if tuple_bytes is not None and (len(tuple_bytes) != len(names) or min(tuple_bytes) < 0):
         raise ValueError(f"tuple_bytes takes one size >= 0 per input ({len(names)} inputs)")
     factory = _factory(operator)
+    op_name = operator if isinstance(operator, str) else \
+        getattr(operator, "name", None) or getattr(operator, "__name__", "custom")
     cost = cost or CostModel()
     reliable = checkpoint_dir is not None and spark is not None and backend == "spark"
     if reliable:  # the inputs' checkpoints: a fresh subfolder, deleted after the run
@@ -143,23 +147,15 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
         source.add_composite_keys(rels, graph)
         stream = source.build_stream(rels, order=order, seed=seed, k=k, band=band,
                                      order_params=order_params, graph=graph)
-        extra = {"graph": graph} if "graph" in signature_params(factory) else {}
-        if "tuple_bytes" in signature_params(factory) and tuple_bytes is not None:
-            extra["tuple_bytes"] = tuple_bytes  # what a stored tuple weighs (2PS's MLV)
-        if "full_history" in signature_params(factory):
-            extra["full_history"] = window is None  # 2PS migrates state without a window
-        if band is not None and operator_params.get("contrand") and \
-                operator_params.get("key_range") is None:
-            # ContRand's range subgroups split the key domain (known in advance for a finite
-            # input, as TPC-H's orderkey domain is)
-            known = stream.key[~np.isnan(stream.key)]
-            extra["key_range"] = (float(known.min()), float(known.max())) if len(known) \
-                else (0.0, 0.0)
-        policy = factory(joiners, n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
-                         band=band, **extra, **operator_params)
+        # the run's facts, the same for every operator (joins.online.operator_spec.Run)
+        facts = dict(n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
+                     band=band, graph=graph, tuple_bytes=tuple_bytes,
+                     full_history=window is None,  # 2PS migrates state without a window
+                     key_range=_key_range(stream.key) if band is not None else None)
+        policy = factory(joiners, **facts, **operator_params)
         base_program = programs.load(getattr(policy, "program", "joiner"))(
             **getattr(policy, "program_params", {}))
-        check_run(policy, base_program, operator=str(operator), inputs=len(names),
+        check_run(policy, base_program, operator=op_name, inputs=len(names),
                   shared=graph.shared, spill=spill, predicate=predicate, rescale=rescale)
         policy = rescaled(policy, rescale)
         program = base_program
@@ -193,8 +189,7 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
             metrics["mlv_bytes"] = sum(b * metrics[f"stored_{nm}"]
                                        for b, nm in zip(tuple_bytes, names, strict=True))
         summary = _summary(metrics, res, stream, policy, cost, joiners, memory_budget_tuples)
-        summary.update(operator=operator if isinstance(operator, str) else
-                       getattr(operator, "__name__", "custom"), on=on, band=band, order=order, k=k, seed=seed,
+        summary.update(operator=op_name, on=on, band=band, order=order, k=k, seed=seed,
                        controller=controller, batch_size=batch_size, spill=spill, window=window,
                        archive=archive, delay=delay, tick=tick, inputs=names, program=program.name)
         if reliable:
@@ -212,10 +207,11 @@ def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | 
             remove_checkpoint(spark, inputs_ckpt)
 
 
-def signature_params(fn) -> set[str]:
-    import inspect
-
-    return set(inspect.signature(fn).parameters)
+def _key_range(key: np.ndarray) -> tuple[float, float]:
+    """The inputs' key range: what ContRand's range subgroups split in a band join (known in
+    advance for a finite input, as TPC-H's orderkey domain is)."""
+    known = key[~np.isnan(key)]
+    return (float(known.min()), float(known.max())) if len(known) else (0.0, 0.0)
 
 
 def _named(m: pd.DataFrame, names: list[str]) -> pd.DataFrame:

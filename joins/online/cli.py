@@ -1,16 +1,16 @@
 """``python -m joins stream key=value ...``: run an online operator on the user's Parquet files.
 
-    python -m joins stream operator=dynamic r=R.parquet s=S.parquet on=key|a,b|x=y joiners=16 \\
+    python -m joins stream operator=NAME r=R.parquet s=S.parquet on=key|a,b|x=y joiners=16 \\
         order=random|fluct k=4 [band=W] [controller=exact|sampled] out=OUT.parquet \\
         [metrics=METRICS.parquet] [batch_size=50000] [budget=TUPLES] [spill=charge|disk|evict] \\
-        [seed=0] [partitions=P] [spark=local|local_cluster] [eps=.. warmup=.. (operator)] \\
+        [seed=0] [partitions=P] [spark=local|local_cluster] [NAME's parameters: param=value] \\
         [time=COLUMN [tick=T] [window=W]] [rescale=AT:UNITS[,AT:UNITS...]] [force=true] \\
         [checkpoint_every=10] [checkpoint_dir=FOLDER] [step_tuples=N]
-    python -m joins stream operator=mjoin inputs=A=a.parquet,B=b.parquet,C=c.parquet \\
-        on=k|a,b|A.x=B.x,B.y=C.y joiners=4 out=OUT.parquet ...
-    python -m joins stream operator=dcape inputs=A=a.parquet,B=b.parquet,C=c.parquet on=k \\
-        time=ts tick=5000 joiners=3 adapt=none|disk|relocate|lazy_disk|active_disk \\
-        budget=TUPLES out=OUT.parquet metrics=M.parquet [push=low_output push_percent=30 ..]
+    python -m joins stream operator=NAME inputs=A=a.parquet,B=b.parquet,C=c.parquet \\
+        on=k|a,b|A.x=B.x,B.y=C.y [time=ts tick=5000] joiners=4 out=OUT.parquet ...
+
+``python -m joins list`` names the operators (an n-way one joins ``inputs=`` of any number);
+``python -m joins describe NAME`` gives an operator's paper and parameters.
 
 on= is one column every input has, a composite key (a,b: columns every input has; x=y,a=b: R's
 and S's columns pair by pair; a null in any part matches nothing), or edges between inputs.
@@ -22,7 +22,7 @@ before Spark starts. An existing output is never overwritten: ``force=true`` rep
 outputs this tool wrote (an out= folder holding its ``_joins_output.json``, a metrics= file it
 marked). Output columns are R's prefixed ``l_`` and S's ``r_`` (``<name>_`` for ``inputs=``),
 and ``phase`` (normal, cleanup, or a program's own). ``rescale=`` changes a static operator's units at the given
-arrival numbers (a joiner count, or ``R+S`` units for join_biclique), to drive elasticity by
+arrival numbers (a joiner count, or ``R+S`` units for a join-biclique), to drive elasticity by
 hand. ``checkpoint_dir=`` (a folder every executor can reach) checkpoints the state there
 every ``checkpoint_every`` micro-batches, so the run recovers exactly from the loss of an
 executor; without it such a loss stops the run with one error line (exit code 1).
@@ -37,7 +37,6 @@ import sys
 from pathlib import Path
 
 from joins.cli_checks import (
-    algorithm_params,
     check_distinct,
     check_output_file,
     check_output_folder,
@@ -48,7 +47,7 @@ from joins.cli_checks import (
 )
 from joins.cli_common import CliError, check_key, parquet_schema, spark_preset_or_usage_error
 
-USAGE = __doc__.split("\n\n")[1]
+USAGE = "\n\n".join(__doc__.split("\n\n")[1:3])
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
            "metrics", "batch_size", "budget", "spill", "seed", "partitions", "spark",
            "progress", "checkpoint_every", "migration_rate", "inputs", "time", "tick", "window",
@@ -83,23 +82,13 @@ def _typed(args: dict, name: str, tp, default=None):
         raise UsageError(str(e)) from e
 
 
-def _factory_params(factory) -> set[str]:
-    import inspect
-
-    return set(inspect.signature(factory).parameters)
-
-
 def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s: int) -> dict:
-    """The operator's own parameters, typed by its signature and checked by building its
+    """The operator's own parameters, typed by its declaration and checked by building its
     policy once (e.g. DYNAMIC's eps, warmup, decide_on), all without Spark."""
-    import typing
+    from joins.online import operators
 
-    from joins import registry
-
-    algo = registry.get(op, "online")
-    factory = algo.load()
-    hints = typing.get_type_hints(factory)
-    valid = algorithm_params(algo)
+    operator = operators.declared()[op]
+    valid = sorted(operator.params)
     for name in sorted(set(extra) - set(valid)):
         bare = name.removeprefix("param.")
         guess = bare if bare in valid else closest(bare, [*valid, *_ENGINE])
@@ -107,15 +96,13 @@ def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s:
         raise UsageError(f"unknown parameter {name}= for {op}{hint} (its parameters: "
                          f"{', '.join(valid) or 'none'}; engine options: "
                          f"{', '.join(sorted(_ENGINE))})")
-    typed = {k: _typed(extra, k, hints.get(k, typing.Any)) for k in extra}
-    graph = {"graph": opts["graph"]} if "graph" in _factory_params(factory) else {}
-    if "tuple_bytes" in _factory_params(factory) and opts.get("tuple_bytes"):
-        graph["tuple_bytes"] = opts["tuple_bytes"]
-    if "key_range" in _factory_params(factory) and "key_range" not in typed:
-        graph["key_range"] = (0.0, 1.0)  # the run takes it from the inputs (ContRand, band)
+    typed = {k: _typed(extra, k, operator.params[k].kind) for k in extra}
+    facts = dict(n_r=n_r, n_s=n_s, seed=opts["seed"], controller=opts["controller"],
+                 band=opts["band"], graph=opts["graph"], tuple_bytes=opts.get("tuple_bytes"),
+                 full_history=opts.get("window") is None,
+                 key_range=(0.0, 1.0))  # the run takes it from the inputs (ContRand, band)
     try:
-        policy = factory(joiners, n_r=n_r, n_s=n_s, seed=opts["seed"],
-                         controller=opts["controller"], band=opts["band"], **graph, **typed)
+        policy = operator(joiners, **facts, **typed)
     except (ValueError, TypeError) as e:
         raise UsageError(f"{op}: {e}") from e
     from joins.online import programs
@@ -153,9 +140,6 @@ def calibrated_cost():
         return cal.id, cost_model(cal)
     except ValueError as e:
         raise UsageError(str(e)) from e
-
-
-N_WAY = ("mjoin", "miner", "dcape")  # operators of any number of inputs
 
 
 def _inputs(args: dict) -> dict[str, str]:
@@ -254,7 +238,7 @@ def _rescale(value: str, total: int) -> list[tuple[int, tuple[int, ...]]]:
             u = tuple(int(x) for x in units.split("+"))
         except ValueError as e:
             raise UsageError(f"rescale: expected AT:UNITS (e.g. 5000:8, or 5000:6+4 for "
-                             f"join_biclique), got {item!r}") from e
+                             f"a join-biclique), got {item!r}") from e
         if not colon or not u:
             raise UsageError(f"rescale: expected AT:UNITS, got {item!r}")
         if at_i < 0:
@@ -309,6 +293,7 @@ def validate(args: dict) -> dict:
     from datagen.errors import GeneratorError
     from datagen.orders import names as order_names
     from joins import registry
+    from joins.online import operators
     from joins.online.source import JoinGraph, SourceError, check_order
 
     for req in ("operator", "joiners"):
@@ -324,10 +309,12 @@ def validate(args: dict) -> dict:
     if joiners < 1:
         raise UsageError(f"joiners must be >= 1, got {joiners}")
     on = args.get("on", "key")
+    operator = operators.declared()[op]
     paths = _inputs(args)
-    if len(paths) > 2 and op not in N_WAY:
-        raise UsageError(f"{op} joins two inputs; operator={', '.join(N_WAY[:-1])} or "
-                         f"{N_WAY[-1]} joins {len(paths)}")
+    if operator.inputs is not None and len(paths) != operator.inputs:
+        n_way = [name for name in registry.names("online") if operators.declared()[name].n_way]
+        raise UsageError(f"{op} joins {operator.inputs} inputs; operator="
+                         f"{', '.join(n_way[:-1])} or {n_way[-1]} joins {len(paths)}")
     try:
         graph = JoinGraph.parse(list(paths), on)
     except SourceError as e:
@@ -342,8 +329,9 @@ def validate(args: dict) -> dict:
             raise UsageError(f"band must be a number, got {args['band']!r}") from e
         if not band >= 0:  # also refuses nan
             raise UsageError(f"band must be >= 0, got {band}")
-        if op == "shj":
-            raise UsageError("shj is an equi-join operator; drop band= or pick a grid operator")
+        if not operator.band:
+            raise UsageError(f"{op} is an equi-join operator; drop band= or pick one that "
+                             "runs band joins (python -m joins describe)")
     time = args.get("time") or None
     if "inputs" not in args and graph.shared and "." not in on:  # the batch CLI's messages
         check_key({"r": schemas["R"], "s": schemas["S"]}, on)

@@ -57,7 +57,7 @@ class Policy:
 
     layout: Layout
     warmup: int = 0
-    program: str = "joiner"  # the worker program (joins.online.programs) the operator runs
+    program: str | type = "joiner"  # the worker program: a name in PROGRAMS, or its class
 
     def scan(self, is_r: np.ndarray, seq0: int) -> int | None:
         """Index of the first tuple (of ``is_r``, starting at sequence ``seq0``) where the
@@ -87,7 +87,7 @@ class Policy:
 class Static(Policy):
     """A fixed layout (STATICMID, STATICOPT, SHJ, MJoin)."""
 
-    def __init__(self, layout: Layout, program: str = "joiner",
+    def __init__(self, layout: Layout, program: str | type = "joiner",
                  program_params: dict | None = None) -> None:
         self.layout = layout
         self.program = program

@@ -6,8 +6,10 @@ moves state between workers, runs the clean-up phase and collects reports. A pro
 one worker holds and does: how it joins delivered tuples, stores, expires and spills them, what
 it sends and accepts when state moves, what its clean-up emits, and its own report fields.
 
-A new program is one module with a :class:`~joins.online.programs.base.Program` subclass plus
-its line in :data:`PROGRAMS`; the engine is not edited.
+A program declares its contract as class attributes (inputs, edges, ``moves``, spill modes,
+``cleans_up``, its own ``counters``). A new program is one class: an operator's policy names it
+directly (``program=MyProgram``, as :mod:`joins.online.operators.nested_loop_join` does), or by a
+name in :data:`PROGRAMS`; the engine is not edited.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ PROGRAMS: dict[str, str] = {
 }
 
 
-def load(name: str):
-    """The program class registered under ``name``."""
+def load(name: str | type):
+    """The program class registered under ``name``, or ``name`` itself when it is a class."""
+    if isinstance(name, type):
+        return name
     if name not in PROGRAMS:
         raise ValueError(f"unknown worker program {name!r}; valid: {', '.join(sorted(PROGRAMS))}")
     module, _, attr = PROGRAMS[name].partition(":")
