@@ -325,7 +325,7 @@ def profile_online(spark, fn, top: int = 20) -> dict:
         source_load_s=_fn_time(drv, online_dir + "source.py", "load"),
         arrival_order_s=_fn_time(drv, online_dir + "source.py", "build_stream"),
         engine_loop_s=_fn_time(drv, online_dir + "engine.py", "run"),
-        routing_s=_fn_time(drv, online_dir + "engine.py", "_deliveries"),
+        routing_s=_fn_time(drv, online_dir + "routing.py", "deliveries"),
         broadcast_chunks_s=_fn_time(drv, "pyspark/core/context.py", "broadcast"),
         destroy_broadcasts_s=_fn_time(drv, "pyspark/core/broadcast.py", "destroy"),
     )
