@@ -177,10 +177,56 @@ def default_program() -> Program:
     return Joiner()
 
 
+@dataclass
+class _StepRun:
+    """One partition's step in progress: the workers' counts and outputs since the last tick
+    end, and the report rows and pairs so far."""
+
+    pid: int
+    state: PartitionState
+    chunk: Chunk
+    prog: Program
+    ctx: Context
+    counts: dict[int, dict] = field(default_factory=dict)
+    outs: dict[int, ProbeResult] = field(default_factory=dict)
+    rows: list[dict] = field(default_factory=list)
+    pairs: dict[str, list] = field(default_factory=dict)
+    phase: str = "normal"
+
+    @property
+    def want(self) -> bool:
+        """Pairs are kept: for the report, or for files."""
+        cfg = self.chunk.config
+        return cfg.want_pairs or cfg.pairs_dir is not None
+
+    def acc(self, w: int) -> tuple[dict, ProbeResult]:
+        """Worker ``w``'s counts and outputs of the current tick."""
+        if w not in self.counts:
+            self.counts[w] = _new_counts(self.chunk.config.inputs, self.prog.counters)
+            self.outs[w] = ProbeResult()
+        return self.counts[w], self.outs[w]
+
+
 def step(pid: int, records, report) -> PartitionState:
     """One Spark step of one partition. ``records`` are this partition's state (absent in the
     first step), its chunk and the pieces addressed to it; ``report`` receives the exact
     per-worker counts (an idempotent accumulator keyed by step and partition)."""
+    state, chunk, inbox = _split_records(pid, records)
+    prog = chunk.config.program or default_program()
+    state = state or PartitionState(pid, prog)
+    state.program = prog
+    run = _StepRun(pid, state, chunk, prog, Context(chunk.config))
+    _receive(run, inbox)
+    if chunk.finalize is not None:
+        _finalize(state, chunk.finalize, prog)
+    state.outgoing = []
+    _run_ops(run)
+    report.add({(chunk.batch, pid): _payload(run)})
+    return state
+
+
+def _split_records(pid: int, records) -> tuple[PartitionState | None, Chunk, list[Piece]]:
+    """The partition's state (None in the first step), its chunk and its inbox."""
     state, chunk, inbox = None, None, []
     for _, payload in records:
         if isinstance(payload, PartitionState):
@@ -193,146 +239,180 @@ def step(pid: int, records, report) -> PartitionState:
             raise TypeError(f"unexpected record {type(payload).__name__}")
     if chunk is None:
         raise RuntimeError(f"partition {pid} got no chunk")
-    cfg = chunk.config
-    prog = cfg.program or default_program()
-    state = state or PartitionState(pid, prog)
-    state.program = prog
-    n_in = cfg.inputs
-    want = cfg.want_pairs or cfg.pairs_dir is not None
-    counts: dict[int, dict] = {}
-    outs: dict[int, ProbeResult] = {}
-    rows: list[dict] = []
-    pairs: dict[str, list] = {}
-    ctx = Context(cfg)
-    phase = "normal"
+    return state, chunk, inbox
 
-    def acc(w: int) -> tuple[dict, ProbeResult]:
-        if w not in counts:
-            counts[w], outs[w] = _new_counts(n_in, prog.counters), ProbeResult()
-        return counts[w], outs[w]
 
+def _receive(run: _StepRun, inbox: list[Piece]) -> None:
+    """The pieces sent to this partition in the last step, in a fixed order: moved state is
+    received, the clean-up's pieces wait for it."""
     inbox.sort(key=lambda p: (p.dest, p.rel, p.start < 0,
                               int(p.tuples.seq[0]) if p.evicted_after is None and
                               len(p.tuples) else 0))
     for p in inbox:
         if p.evicted_after is not None:
-            state.gathered.append(p)
+            run.state.gathered.append(p)
             continue
-        c, o = acc(p.dest)
+        c, o = run.acc(p.dest)
         t0 = _clock()
-        c["migrated"] += prog.receive(state.worker(p.dest), p, ctx, c, o)
+        c["migrated"] += run.prog.receive(run.state.worker(p.dest), p, run.ctx, c, o)
         _charge(c, t0)
-    if chunk.finalize is not None:
-        for wid in list(state.workers):
-            ws = state.workers[wid]
-            if any(sum(v) for v in prog.outbox_sizes(ws).values()):
-                raise RuntimeError(f"worker {wid} finalised with unsent state")
-            ws.outbox.clear()
-            ws.pending, ws.start, ws.handoff = 0, -1, False
-            if not chunk.finalize.is_active(wid):
-                if sum(prog.stored(ws)):
-                    raise RuntimeError(f"worker {wid} left the layout holding tuples")
-                if not prog.on_disk(ws):  # evicted state and logs stay for the clean-up
-                    del state.workers[wid]
-    state.outgoing = []
-    ticks = [i for i, op in enumerate(chunk.ops) if isinstance(op, TickEnd)]
+
+
+def _finalize(state: PartitionState, layout: Layout, prog: Program) -> None:
+    """A finished move: outboxes are empty, workers that left ``layout`` go (unless they hold
+    evicted state or logs for the clean-up)."""
+    for wid in list(state.workers):
+        ws = state.workers[wid]
+        if any(sum(v) for v in prog.outbox_sizes(ws).values()):
+            raise RuntimeError(f"worker {wid} finalised with unsent state")
+        ws.outbox.clear()
+        ws.pending, ws.start, ws.handoff = 0, -1, False
+        if not layout.is_active(wid):
+            if sum(prog.stored(ws)):
+                raise RuntimeError(f"worker {wid} left the layout holding tuples")
+            if not prog.on_disk(ws):  # evicted state and logs stay for the clean-up
+                del state.workers[wid]
+
+
+def _run_ops(run: _StepRun) -> None:
+    """The chunk's operations in order, each seeing the tick it belongs to; this step's
+    quota of moving state is sent before the last tick ends."""
+    ops, ctx = run.chunk.ops, run.ctx
+    ends = [i for i, op in enumerate(ops) if isinstance(op, TickEnd)]
     tick_of = {}  # op index -> the tick it belongs to (the next tick end's)
-    for i in reversed(range(len(chunk.ops))):
-        op = chunk.ops[i]
+    for i in reversed(range(len(ops))):
+        op = ops[i]
         tick_of[i] = op.tick if isinstance(op, TickEnd) else tick_of.get(i + 1, ctx.batch)
-    for i, op in enumerate(chunk.ops):
+    for i, op in enumerate(ops):
         ctx.batch = tick_of[i]  # deliveries see the tick they belong to
         if isinstance(op, TickEnd):
-            if i == ticks[-1]:
-                _send(state, chunk, prog, acc)
-            ctx.batch, ctx.watermark, ctx.last_seq = op.tick, op.watermark, op.last_seq
-            for w in sorted(set(chunk.report) | set(counts)):
-                ws = state.worker(w)  # every active worker reports, also with nothing received
-                c, o = acc(w)
-                c["outputs"] = o.count
-                t0 = _clock()  # expiry and the memory budget are the worker's time
-                over = prog.end_tick(ws, ctx, c)
-                if cfg.cleanup_log and phase == "normal" and o.rows:
-                    _log_output(ws, cfg, op.tick, o.pairs(n_in))
-                _charge(c, t0)
-                stored = prog.stored(ws)
-                row = dict(tick=op.tick, worker=w, phase=phase, t0=op.t0, t1=op.t1,
-                           overflow=over, **prog.report(ws), **c)
-                for k, v in enumerate(stored):
-                    row[f"stored@{k}"] = v
-                for ph, n in o.by_phase.items():  # outputs of the program's own phases
-                    row[f"outputs_{ph}"] = n
-                rows.append(row)
-                if want:
-                    for ph, arrays in o.pairs_by_phase(n_in, phase, op.t1).items():
-                        unit = np.full(len(arrays[0]), w, dtype=np.int64)  # who produced it
-                        pairs.setdefault(ph, []).append((*arrays, unit))
-            counts.clear()
-            outs.clear()
-            continue
-        if isinstance(op, CleanupGather):
-            for ws in list(state.workers.values()):
-                for piece in prog.cleanup_pieces(ws, op.layout, ctx):
-                    state.outgoing.append((piece.dest % chunk.partitions, piece))
-            continue
-        if isinstance(op, Cleanup):
-            phase = "cleanup"
-            mine: dict[int, list] = {}
-            for p in state.gathered:
-                mine.setdefault(p.dest, []).append(p)
-            state.gathered = []
-            for ws in list(state.workers.values()):
-                c, o = acc(ws.wid)
-                t0 = _clock()
-                prog.cleanup(ws, mine.get(ws.wid, []), ctx, c, o)
-                _charge(c, t0)
-            continue
-        if isinstance(op, Migrate):
-            for w in op.new.workers:
-                if int(w) % chunk.partitions == pid:
-                    state.worker(int(w))
-            for ws in list(state.workers.values()):
-                t0 = _clock()
-                prog.begin_move(ws, op.old, op.new, op.start, op.mode)
-                _charge(acc(ws.wid)[0], t0)
-            continue
-        for w in np.unique(op.worker):
-            d = op.for_worker(int(w))
-            c, o = acc(int(w))
-            t0 = _clock()
-            prog.deliver(state.worker(int(w)), d, ctx, c, o)
-            c["received"] += len(d.worker)
-            st, pr = (d.role & STORE) != 0, (d.role & PROBE) != 0
-            c["store_received"] += int(st.sum())
-            c["probe_received"] += int(pr.sum())
-            for k in range(n_in):
-                mine_k = d.rel == k
-                c[f"store_received@{k}"] += int((st & mine_k).sum())
-                c[f"received@{k}"] += int(mine_k.sum())
-                c[f"probe_received@{k}"] += int((pr & mine_k).sum())
-            _charge(c, t0)
+            if i == ends[-1]:
+                _send(run.state, run.chunk, run.prog, run.acc)
+            _end_tick(run, op)
+        elif isinstance(op, CleanupGather):
+            _gather(run, op.layout)
+        elif isinstance(op, Cleanup):
+            _cleanup(run)
+        elif isinstance(op, Migrate):
+            _begin_move(run, op)
+        else:
+            _deliver(run, op)
+
+
+def _end_tick(run: _StepRun, op: TickEnd) -> None:
+    """A tick's end: each worker's expiry and memory budget, then its report row (every
+    active worker reports, also with nothing received)."""
+    ctx, prog, cfg = run.ctx, run.prog, run.chunk.config
+    ctx.batch, ctx.watermark, ctx.last_seq = op.tick, op.watermark, op.last_seq
+    for w in sorted(set(run.chunk.report) | set(run.counts)):
+        ws = run.state.worker(w)
+        c, o = run.acc(w)
+        c["outputs"] = o.count
+        t0 = _clock()  # expiry and the memory budget are the worker's time
+        over = prog.end_tick(ws, ctx, c)
+        if cfg.cleanup_log and run.phase == "normal" and o.rows:
+            _log_output(ws, cfg, op.tick, o.pairs(cfg.inputs))
+        _charge(c, t0)
+        stored = prog.stored(ws)
+        row = dict(tick=op.tick, worker=w, phase=run.phase, t0=op.t0, t1=op.t1,
+                   overflow=over, **prog.report(ws), **c)
+        for k, v in enumerate(stored):
+            row[f"stored@{k}"] = v
+        for ph, n in o.by_phase.items():  # outputs of the program's own phases
+            row[f"outputs_{ph}"] = n
+        run.rows.append(row)
+        if run.want:
+            for ph, arrays in o.pairs_by_phase(cfg.inputs, run.phase, op.t1).items():
+                unit = np.full(len(arrays[0]), w, dtype=np.int64)  # who produced it
+                run.pairs.setdefault(ph, []).append((*arrays, unit))
+    run.counts.clear()
+    run.outs.clear()
+
+
+def _gather(run: _StepRun, layout: Layout) -> None:
+    """Before the clean-up: evicted state leaves for where its partners are under ``layout``."""
+    for ws in list(run.state.workers.values()):
+        for piece in run.prog.cleanup_pieces(ws, layout, run.ctx):
+            run.state.outgoing.append((piece.dest % run.chunk.partitions, piece))
+
+
+def _cleanup(run: _StepRun) -> None:
+    """The clean-up: each worker with the pieces gathered for it."""
+    run.phase = "cleanup"
+    mine: dict[int, list] = {}
+    for p in run.state.gathered:
+        mine.setdefault(p.dest, []).append(p)
+    run.state.gathered = []
+    for ws in list(run.state.workers.values()):
+        c, o = run.acc(ws.wid)
+        t0 = _clock()
+        run.prog.cleanup(ws, mine.get(ws.wid, []), run.ctx, c, o)
+        _charge(c, t0)
+
+
+def _begin_move(run: _StepRun, op: Migrate) -> None:
+    """A move starts: the new layout's workers of this partition exist, every worker begins."""
+    state = run.state
+    for w in op.new.workers:
+        if int(w) % run.chunk.partitions == run.pid:
+            state.worker(int(w))
+    for ws in list(state.workers.values()):
+        t0 = _clock()
+        run.prog.begin_move(ws, op.old, op.new, op.start, op.mode)
+        _charge(run.acc(ws.wid)[0], t0)
+
+
+def _deliver(run: _StepRun, op: Deliveries) -> None:
+    """New tuples, worker by worker, counted by purpose (store, probe) and input."""
+    for w in np.unique(op.worker):
+        d = op.for_worker(int(w))
+        c, o = run.acc(int(w))
+        t0 = _clock()
+        run.prog.deliver(run.state.worker(int(w)), d, run.ctx, c, o)
+        c["received"] += len(d.worker)
+        st, pr = (d.role & STORE) != 0, (d.role & PROBE) != 0
+        c["store_received"] += int(st.sum())
+        c["probe_received"] += int(pr.sum())
+        for k in range(run.chunk.config.inputs):
+            mine_k = d.rel == k
+            c[f"store_received@{k}"] += int((st & mine_k).sum())
+            c[f"received@{k}"] += int(mine_k.sum())
+            c[f"probe_received@{k}"] += int((pr & mine_k).sum())
+        _charge(c, t0)
+
+
+def _payload(run: _StepRun) -> dict:
+    """The step's report: rows, the outboxes left, the pieces sent, and pairs if asked for
+    (written as files with ``pairs_dir``)."""
+    state, prog, cfg = run.state, run.prog, run.chunk.config
     outboxes = {(wid, dest): sizes for wid, ws in state.workers.items()
                 for dest, sizes in prog.outbox_sizes(ws).items()}
-    payload = {"rows": rows, "outboxes": outboxes, "outgoing": len(state.outgoing)}
-    if want:
-        tids = {ph: [np.concatenate([p[k] for p in lst]) if lst else np.zeros(0, np.int64)
-                     for k in range(n_in + 2)] for ph, lst in pairs.items()}  # + at, unit
-        if cfg.pairs_dir is not None:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
+    payload = {"rows": run.rows, "outboxes": outboxes, "outgoing": len(state.outgoing)}
+    if not run.want:
+        return payload
+    tids = {ph: [np.concatenate([p[k] for p in lst]) if lst else np.zeros(0, np.int64)
+                 for k in range(cfg.inputs + 2)] for ph, lst in run.pairs.items()}  # + at, unit
+    if cfg.pairs_dir is not None:
+        _write_pairs(cfg, run.chunk.batch, run.pid, tids)
+    if cfg.want_pairs:
+        payload["pairs"] = tids
+    return payload
 
-            for ph, cols in tids.items():
-                if not len(cols[0]):
-                    continue
-                path = os.path.join(cfg.pairs_dir, f"b{chunk.batch:06d}-p{pid:04d}-{ph}.parquet")
-                table = pa.table({**{f"tid_{k}": cols[k] for k in range(n_in)},
-                                  "phase": [ph] * len(cols[0]),
-                                  "produced_at": cols[n_in].astype(float)})
-                commit_file(path, partial(pq.write_table, table))  # one file per task
-        if cfg.want_pairs:
-            payload["pairs"] = tids
-    report.add({(chunk.batch, pid): payload})
-    return state
+
+def _write_pairs(cfg: RunConfig, batch: int, pid: int, tids: dict) -> None:
+    """One Parquet file per task and phase (a retried task rewrites it)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n_in = cfg.inputs
+    for ph, cols in tids.items():
+        if not len(cols[0]):
+            continue
+        path = os.path.join(cfg.pairs_dir, f"b{batch:06d}-p{pid:04d}-{ph}.parquet")
+        table = pa.table({**{f"tid_{k}": cols[k] for k in range(n_in)},
+                          "phase": [ph] * len(cols[0]),
+                          "produced_at": cols[n_in].astype(float)})
+        commit_file(path, partial(pq.write_table, table))  # one file per task
 
 
 def _log_output(ws, cfg: RunConfig, tick: int, tids: tuple[np.ndarray, ...]) -> None:
