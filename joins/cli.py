@@ -35,7 +35,7 @@ from joins.cli_checks import (
     write_marked_parquet,
 )
 from joins.cli_common import CliError, check_key, parquet_schema, spark_preset_or_usage_error
-from joins.registry import ALGORITHMS, UnknownAlgorithm, get
+from joins.registry import UnknownAlgorithm, algorithms, get
 from joins.summary import lines as summary_lines
 from joins.summary import unit as summary_unit
 
@@ -86,8 +86,8 @@ def flag_option(opts: dict[str, str], name: str) -> bool:
 def cmd_list() -> int:
     for kind in ("batch", "online"):
         print(f"{kind}:")
-        for name in sorted(n for n, a in ALGORITHMS.items() if a.kind == kind):
-            a = ALGORITHMS[name]
+        for name in sorted(n for n, a in algorithms().items() if a.kind == kind):
+            a = algorithms()[name]
             print(f"  {name:<20} [{a.paper or 'no paper'}] joins: {', '.join(a.join_types)}  {a.description}")
     print("python -m joins describe ALGORITHM: its paper, join types and parameters")
     return 0

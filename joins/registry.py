@@ -8,6 +8,7 @@ module of :mod:`joins.online.operators`, with its paper, join types and descript
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -78,7 +79,18 @@ def _online() -> dict[str, Algorithm]:
             for name, op in operators.declared().items() if op.listed}
 
 
-ALGORITHMS: dict[str, Algorithm] = {**_BATCH, **_online()}
+@functools.cache
+def algorithms() -> dict[str, Algorithm]:
+    """Every algorithm by name: the batch entries and the declared online operators, whose
+    modules are imported on first use, not with the registry (it stays importable with no
+    package installed, as ``make setup``'s path check imports it)."""
+    return {**_BATCH, **_online()}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ALGORITHMS":  # the table, built on first use
+        return algorithms()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnknownAlgorithm(KeyError):
@@ -87,12 +99,12 @@ class UnknownAlgorithm(KeyError):
 
 
 def get(name: str, kind: str | None = None) -> Algorithm:
-    algo = ALGORITHMS.get(name)
+    algo = algorithms().get(name)
     if algo is None or (kind is not None and algo.kind != kind):
-        valid = ", ".join(sorted(n for n, a in ALGORITHMS.items() if kind in (None, a.kind)))
+        valid = ", ".join(sorted(n for n, a in algorithms().items() if kind in (None, a.kind)))
         raise UnknownAlgorithm(f"unknown {kind + ' ' if kind else ''}algorithm {name!r}; valid: {valid}")
     return algo
 
 
 def names(kind: str | None = None) -> list[str]:
-    return sorted(n for n, a in ALGORITHMS.items() if kind in (None, a.kind))
+    return sorted(n for n, a in algorithms().items() if kind in (None, a.kind))
