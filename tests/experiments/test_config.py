@@ -70,7 +70,7 @@ def test_unknown_key_fails_at_once():
         ("+figure.x.lable=alpha", "x: unknown key 'lable'"),
         ("+figure.plot.extra_panels=[{y: shuffle_bytes, logx: true}]",
          "plot (kind lines).extra_panels: unknown key 'logx'"),
-        ("+figure.targets.0.check.mni=1", "check (type status): unknown key 'mni'"),
+        ("+figure.targets.0.check.mni=1", "check (type not_checkable): unknown key 'mni'"),
         ("+figure.series.hash_join.overrides={run.executorz: 4}",
          "series hash_join overrides run.: unknown key 'executorz'"),
     ],
