@@ -174,6 +174,7 @@ def _figure(standalone, tmp_path, *args: str) -> pd.DataFrame:
     return frame
 
 
+@pytest.mark.stress  # 50-60 s: make stress; the online case below keeps the cluster in make test
 def test_batch_figure_points_exact_on_the_cluster(standalone, tmp_path):
     # one point (a batch figure's points cost the same on any master; the run's set-up is what
     # the cluster changes): AM-Join on the skewed input
