@@ -32,6 +32,7 @@ N_PART = Param(100, "hash buckets per relation (HMJ, XJoin, RPJ, MJoin's coordin
                     "flushing; the paper does not give it)")
 FAN_IN = Param(10, "segments merged per unit of the merging phase (the paper's F; PMJ: runs, "
                    "F/2 run pairs)")
+HASH_BUCKETS = {"n_part": N_PART, "fan_in": FAN_IN, **ONE_SITE}  # HMJ's, RPJ's and XJoin's
 
 
 def one_site(program: str, run: Run, params: dict) -> Static:
@@ -54,17 +55,17 @@ diner = _single(
 hmj = _single(
     "hmj", "Hash-Merge Join: hash buckets, largest bucket pair flushed as sorted segments, "
     "merges of F segments between arrivals (DINER's baseline)",
-    {"n_part": N_PART, "fan_in": FAN_IN, **ONE_SITE}, band=False)
+    HASH_BUCKETS, band=False)
 rpj = _single(
     "rpj", "Rate-based Progressive Join: flushes the buckets least likely to be probed, "
     "reactive passes or merges by expected output rate (DINER's baseline)",
-    {"n_part": N_PART, "fan_in": FAN_IN,
+    {**HASH_BUCKETS,
      "n_flush": Param(None, "tuples RPJ flushes at a time, from the buckets least likely to be "
-                            "probed (default one block)", int | None), **ONE_SITE}, band=False)
+                            "probed (default one block)", int | None)}, band=False)
 xjoin = _single(
     "xjoin", "XJoin: hash buckets, the largest flushed whole, disk buckets joined with memory "
     "buckets between arrivals (DINER's baseline)",
-    {"n_part": N_PART, "fan_in": FAN_IN, **ONE_SITE}, band=False)
+    HASH_BUCKETS, band=False)
 pmj = _single(
     "pmj", "Progressive Merge Join: loads sorted and joined when the memory is full, run pairs "
     "merged after the last arrival; band joins too (DINER's baseline)",
