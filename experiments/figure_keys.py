@@ -14,6 +14,7 @@ import difflib
 from typing import Any
 
 from experiments.figure_spec import is_per_scale
+from experiments.targets import cause_class
 
 Spec = dict[str, "Spec | None"]  # key -> spec of its nested block (None: a plain value)
 
@@ -83,6 +84,11 @@ CHECK_KEYS: dict[str, Spec] = {  # per check type
 }
 
 
+# a target's own keys (its check's keys are CHECK_KEYS')
+TARGET_KEYS = _keys("id", "claim", "check", "finding", "cause", "sensitivity", "replicates",
+                    "by_construction", "identity")
+
+
 class FigureKeyError(ValueError):
     pass
 
@@ -105,6 +111,13 @@ def check_figure_keys(figure: dict) -> None:
     kind = plot.get("kind", "lines")
     _check(plot, _pick(PLOT_KEYS, kind, "plot kind", fid), f"{fid}: plot (kind {kind})")
     for target in figure.get("targets", []):
+        where = f"{fid}: target {target.get('id', '?')}"
+        _check(target, {**TARGET_KEYS, "check": None}, where)
+        if target.get("cause"):
+            try:
+                cause_class(target["cause"])
+            except ValueError as exc:
+                raise FigureKeyError(f"{where}: {exc}") from None
         check = target.get("check", {})
         ctype = check.get("type", "not_checkable")
         _check(check, _pick(CHECK_KEYS, ctype, "check type", fid),

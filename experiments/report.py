@@ -30,7 +30,7 @@ from experiments.figure_spec import (
 )
 from experiments.figures import chart_base, draw_charts, figure_ids, load_figure, results_id
 from experiments.results import Point, read_results
-from experiments.targets import VERDICTS, SecondScale, evaluate
+from experiments.targets import CAUSES, VERDICTS, SecondScale, cause_class, evaluate
 from runtime.paths import ROOT
 
 
@@ -212,25 +212,49 @@ def figure_section(figure_id: str, scale: str,
         tally[v.verdict if v.counted else "sensitivity"] += 1
         if v.counted and v.second_scale == "not run":
             tally[SECOND_NOT_RUN] += 1
-        shown = v.verdict if v.counted else f"{v.verdict} (sensitivity)"
+        shown = f"**{v.verdict}**" if v.counted else f"**{v.verdict} (sensitivity)**"
+        if v.counted and v.verdict == "not met":
+            cls = cause_class(v.cause) if v.cause else UNNAMED
+            tally[f"cause {cls}"] += 1
+            shown += f" ({CAUSES.get(cls, cls)})"
         lines.append(f"| {v.id} | {_cell(v.claim)} | {_cell(v.check)} | {_cell(v.measured)} | "
-                     f"**{shown}** |")
+                     f"{shown} |")
     lines.append("")
     lines += _findings(figure)
     return lines, tally
 
 
 def _findings(figure: dict) -> list[str]:
-    """A target's ``finding``: what was measured that explains its verdict at this scale."""
-    found = [(t["id"], t["finding"]) for t in figure.get("targets", []) if t.get("finding")]
+    """A target's ``finding``: what was measured that explains its verdict at this scale, and
+    its ``cause`` where it names one."""
+    found = [(t["id"], " ".join(filter(None, [
+        _cell(t.get("finding") or "").strip(),
+        f"*Cause: {_cell(t['cause']).strip()}.*" if t.get("cause") else ""])))
+        for t in figure.get("targets", []) if t.get("finding") or t.get("cause")]
     if not found:
         return []
     return ["**Findings** (measured at scale=small; why a verdict is what it is)", "",
-            *[f"- **{tid}**: {_cell(text).strip()}" for tid, text in found], ""]
+            *[f"- **{tid}**: {text}" for tid, text in found], ""]
 
 
 # of the not-met times and rates, those whose figure has not run at the second scale yet
 SECOND_NOT_RUN = "second scale not run"
+UNNAMED = "not named"  # a counted not-met whose target names no cause
+
+
+def cause_table(papers: dict[str, Counter]) -> list[str]:
+    """Per paper, its counted not-mets by the class of their cause (``cause:`` of a target)."""
+    classes = [*CAUSES, UNNAMED]
+    out = ["| paper | not met | " + " | ".join(CAUSES.get(c, c) for c in classes) + " |",
+           "|---|" + "---|" * (len(classes) + 1)]
+    total: Counter = Counter()
+    for paper, t in sorted(papers.items()):
+        total.update(t)
+        out.append(f"| {paper} | {t['not met']} | " +
+                   " | ".join(str(t[f'cause {c}']) for c in classes) + " |")
+    out.append(f"| **all** | **{total['not met']}** | " +
+               " | ".join(f"**{total[f'cause {c}']}**" for c in classes) + " |")
+    return out
 
 
 def paper_table(papers: dict[str, Counter]) -> list[str]:
@@ -289,6 +313,12 @@ def main(argv: list[str]) -> int:
         "scale not run\". A *sensitivity* reading of a claim (another reading than the "
         "primary one) is shown and not counted.", "",
         *paper_table(papers), "",
+        "Each counted *not met* names what decides it: *the paper* (a faithful run under the "
+        "paper's settings does not show the claim), *a reading* (an ambiguity of the paper, "
+        "resolved by a choice written in the figure's config), *our limitation* (a condition "
+        "this setup cannot produce: a stand-in input, a failure mode it lacks; the finding says "
+        "which) or *the scale* (reduced scale decides it, with the evidence).", "",
+        *cause_table(papers), "",
         "| figure | " + " | ".join(VERDICTS) + " | sensitivity (not counted) | not met, second "
         "scale not run | note |",
         "|---|" + "---|" * (len(VERDICTS) + 3),

@@ -19,6 +19,11 @@ unit or name says so: :func:`experiments.results.is_time`) is evaluated again on
 results at the second scale (:class:`SecondScale`); met there, it is "scale-sensitive" with both
 values; otherwise it stays "not met" with both values, or with the reason the second scale has
 none (not run yet, or the same data as this scale).
+
+Cause (issue 37): a counted "not met" names what decides it, ``cause: "<class>: <which>"``, the
+class one of :data:`CAUSES`: the paper (a genuine non-reproduction), a reading (an ambiguity of
+the paper resolved by a written choice), our limitation (what this setup cannot produce), or the
+scale. REPORT.md counts the not-mets by class and shows a not-met that names none.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ class Verdict:
     # a not-met time or rate at the second scale: "" (not one), "not run", "same data",
     # "flips" (the verdict is scale-sensitive) or the verdict there ("not met", ...)
     second_scale: str = ""
+    cause: str = ""  # the target's ``cause`` (its class: :func:`cause_class`)
 
 
 @dataclass
@@ -57,6 +63,20 @@ class SecondScale:
     targets: list[dict[str, Any]] | None = None  # resolved at that scale (default: the same)
     missing: str = "not run"  # "not run", or "same data" where it runs the same inputs
     why: str = ""  # the reason in words (shown in the measured text)
+
+
+CAUSES = {"paper": "the paper", "reading": "a reading", "limitation": "our limitation",
+          "scale": "the scale"}
+
+
+def cause_class(cause: str) -> str:
+    """The class of a target's ``cause: "<class>: <which>"``; a ValueError names the valid
+    classes when it is none of them or says nothing after the class."""
+    head, sep, rest = str(cause).partition(":")
+    if head.strip() not in CAUSES or not sep or not rest.strip():
+        raise ValueError(f"cause {cause!r} must read '<class>: <which>' with the class one of "
+                         f"{', '.join(CAUSES)}")
+    return head.strip()
 
 
 VERDICTS = ("met", "not met", "unstable", "scale-sensitive", "by construction", "not checkable")
@@ -422,6 +442,7 @@ def evaluate(targets: list[dict[str, Any]], results: pd.DataFrame,
         v = _target(t, results)
         if second is not None:
             v = _at_second_scale(v, t, results, second)
+        v.cause = str(t.get("cause") or "")
         if t.get("sensitivity"):
             v.counted = False
             v.measured = f"{v.measured} (sensitivity, not counted: {str(t['sensitivity']).strip()})"

@@ -314,3 +314,63 @@ def test_a_spearman_exactly_at_its_threshold_is_met():
     check = {"type": "trend", "metric": "t", "series": "a", "direction": "decreasing",
              "min_spearman": 0.8}
     assert evaluate([{"id": "T", "claim": "c", "check": check}], r)[0].verdict == "met"
+
+
+def test_a_not_met_names_its_cause_class_in_the_report_and_the_cause_table():
+    """Issue 37: every counted not-met names what decides it; one that names none is counted
+    under "not named", so REPORT shows it."""
+    from collections import Counter
+    from unittest import mock
+
+    from experiments import report
+
+    slower = {"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "max": 0.5}
+    rows = _results({"a": {0.0: 3.0}, "b": {0.0: 2.0}})
+    rows = rows.assign(point_id=rows.series, git_commit="c", calibration_id="k")
+    figure = {"id": "p/f", "title": "F", "plot": {}, "targets": [
+        {"id": "T1", "claim": "c", "check": slower, "finding": "measured",
+         "cause": "limitation: a stand-in input"},
+        {"id": "T2", "claim": "c", "check": slower},
+        {"id": "T3", "claim": "c", "check": slower, "sensitivity": "another reading",
+         "cause": "reading: x"}]}
+    with mock.patch.object(report, "load_figure", return_value=figure), \
+            mock.patch.object(report, "second_scale_of", return_value=None), \
+            mock.patch.object(report, "stale_points", return_value=[]), \
+            mock.patch.object(report, "missing_points", return_value=[]):
+        lines, tally = report.figure_section("p/f", "small", rows)
+    assert any(line.startswith("| T1 |") and line.endswith("**not met** (our limitation) |")
+               for line in lines)
+    assert any(line.startswith("| T2 |") and line.endswith("**not met** (not named) |")
+               for line in lines)
+    assert "- **T1**: measured *Cause: limitation: a stand-in input.*" in lines
+    assert tally["cause limitation"] == 1 and tally["cause not named"] == 1
+    assert tally["cause reading"] == 0  # a sensitivity reading is not a counted not-met
+    table = report.cause_table({"p": Counter(tally)})
+    assert table[0] == ("| paper | not met | the paper | a reading | our limitation | the scale "
+                        "| not named |")
+    assert table[2] == "| p | 2 | 0 | 0 | 1 | 0 | 1 |"
+
+
+@pytest.mark.parametrize("cause", ["luck: it rained", "paper", "paper:  ", "scale -- small"])
+def test_a_cause_must_name_one_of_the_classes_and_which(cause):
+    from experiments.figure_keys import FigureKeyError, check_figure_keys
+    from experiments.targets import cause_class
+
+    with pytest.raises(ValueError, match="paper, reading, limitation, scale"):
+        cause_class(cause)
+    figure = {"id": "p/f", "kind": "first_iteration", "plot": {},
+              "targets": [{"id": "T1", "claim": "c", "check": {"type": "not_checkable"},
+                           "cause": cause}]}
+    with pytest.raises(FigureKeyError, match="target T1"):
+        check_figure_keys(figure)
+    assert cause_class(" scale : 5K tuples per joiner") == "scale"
+
+
+def test_a_misspelt_target_key_fails_at_load():
+    from experiments.figure_keys import FigureKeyError, check_figure_keys
+
+    figure = {"id": "p/f", "kind": "first_iteration", "plot": {},
+              "targets": [{"id": "T1", "claim": "c", "check": {"type": "not_checkable"},
+                           "casue": "paper: x"}]}
+    with pytest.raises(FigureKeyError, match="did you mean 'cause'"):
+        check_figure_keys(figure)
