@@ -86,7 +86,7 @@ CHECK_KEYS: dict[str, Spec] = {  # per check type
 
 # a target's own keys (its check's keys are CHECK_KEYS')
 TARGET_KEYS = _keys("id", "claim", "check", "finding", "cause", "sensitivity", "replicates",
-                    "by_construction", "identity")
+                    "by_construction", "identity", "one_seed_suffices")
 
 
 class FigureKeyError(ValueError):

@@ -28,9 +28,10 @@ scale. REPORT.md counts the not-mets by class and shows a not-met that names non
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
@@ -51,6 +52,10 @@ class Verdict:
     # "flips" (the verdict is scale-sensitive) or the verdict there ("not met", ...)
     second_scale: str = ""
     cause: str = ""  # the target's ``cause`` (its class: :func:`cause_class`)
+    # rule 3: how far the deciding value is from the check's threshold (relative; None where
+    # a check has no threshold), and whether a verdict that near was judged on one seed only
+    margin: float | None = None
+    one_seed: bool = False
 
 
 @dataclass
@@ -78,6 +83,11 @@ def cause_class(cause: str) -> str:
                          f"{', '.join(CAUSES)}")
     return head.strip()
 
+
+# Rule 3: a verdict whose deciding value is within this share of its threshold holds only on
+# 3 seeds (``replicates``); one judged on one seed is marked, unless the target says why one
+# seed suffices (``one_seed_suffices: <why>``).
+NEAR = 0.2
 
 VERDICTS = ("met", "not met", "unstable", "scale-sensitive", "by construction", "not checkable")
 # Result units that are counts of the run's work (what a cost model charges), not settings,
@@ -113,6 +123,24 @@ def _metric(results: pd.DataFrame, series: str, metric: str, spec: dict) -> pd.S
     if sub.empty:
         raise _NoData(f"no successful {metric} results for {series}")
     return sub.groupby("x")["value"].mean().sort_index()
+
+
+def _rel(value: float, threshold: float) -> float:
+    """How far ``value`` is from ``threshold``, relative to it (rule 3's "within 20%")."""
+    return abs(value / threshold - 1) if threshold and np.isfinite(threshold) else float("inf")
+
+
+def _band_margin(values: pd.Series, spec: dict) -> float:
+    """The closest any value comes to the check's ``min`` or ``max`` (relative)."""
+    bounds = [spec[b] for b in ("min", "max") if b in spec]
+    return min((_rel(float(v), b) for v in values for b in bounds), default=float("inf"))
+
+
+def _pairs_margin(frame: pd.DataFrame, names: list[str]) -> float:
+    """The closest two neighbours of an order come to each other at any x (relative)."""
+    return min((_rel(float(frame[a][x]), float(frame[b][x]))
+                for a, b in zip(names, names[1:], strict=False) for x in frame.index),
+               default=float("inf"))
 
 
 def _fmt(values: pd.Series) -> str:
@@ -158,7 +186,7 @@ def _check_ratio(results, spec):
     measured = f"{spec['numerator']}/{label} at " + _fmt(ratio)
     if not isinstance(names, str):
         measured += f" ({'smallest' if reduce == 'min' else 'largest'}: " + ", ".join(f"{x:g}: {best[x]}" for x in ratio.index) + ")"
-    return ok, measured
+    return ok, measured, _band_margin(ratio, spec)
 
 
 def _check_ordering(results, spec):
@@ -167,7 +195,8 @@ def _check_ordering(results, spec):
     if frame.empty:
         raise _NoData("no x value has all series")
     ok = bool(all((frame[a] < frame[b]).all() for a, b in zip(spec["order"], spec["order"][1:], strict=False)))
-    return ok, "; ".join(f"{s}: {_fmt(v)}" for s, v in values.items())
+    return (ok, "; ".join(f"{s}: {_fmt(v)}" for s, v in values.items()),
+            _pairs_margin(frame, list(spec["order"])))
 
 
 def _check_trend(results, spec):
@@ -184,7 +213,8 @@ def _check_trend(results, spec):
     # a rank correlation over n points takes few values (-0.8 exactly over 5 points), which
     # scipy returns a rounding below: compare with the same tolerance as identical values
     ok = bool(sign * rho >= spec.get("min_spearman", 0.8) - IDENTICAL_RTOL)
-    return ok, f"Spearman ρ = {rho:.2f} over {len(values)} points"
+    return (ok, f"Spearman ρ = {rho:.2f} over {len(values)} points",
+            _rel(sign * rho, spec.get("min_spearman", 0.8)))
 
 
 def _check_bound(results, spec):
@@ -195,12 +225,15 @@ def _check_bound(results, spec):
         if both.empty:
             raise _NoData(f"no point of {spec['series']} has both {spec['metric']} and {spec['below']}")
         return (bool((both.v < both.b).all()),
-                ", ".join(f"{x:g}: {r.v:.3g} < {r.b:.3g}" for x, r in both.iterrows()))
+                ", ".join(f"{x:g}: {r.v:.3g} < {r.b:.3g}" for x, r in both.iterrows()),
+                min(_rel(r.v, r.b) for _, r in both.iterrows()))
     ok = bool(((values >= spec.get("min", float("-inf"))) & (values <= spec.get("max", float("inf")))).all())
+    margin = _band_margin(values, spec)
     if "max_over_min" in spec:
         ok &= bool(values.max() / values.min() <= spec["max_over_min"])
-        return ok, f"max/min = {values.max() / values.min():.2f}; " + _fmt(values)
-    return ok, _fmt(values)
+        margin = min(margin, _rel(values.max() / values.min(), spec["max_over_min"]))
+        return ok, f"max/min = {values.max() / values.min():.2f}; " + _fmt(values), margin
+    return ok, _fmt(values), margin
 
 
 def _check_crossover(results, spec):
@@ -225,7 +258,7 @@ def _check_ratio_order(results, spec):
         raise _NoData("no x value has every ratio")
     names = list(values)
     ok = bool(all((frame[a] > frame[b]).all() for a, b in zip(names, names[1:], strict=False)))
-    return ok, "; ".join(f"{n}: {_fmt(frame[n])}" for n in names)
+    return ok, "; ".join(f"{n}: {_fmt(frame[n])}" for n in names), _pairs_margin(frame, names)
 
 
 def _check_drop(results, spec):
@@ -239,8 +272,10 @@ def _check_drop(results, spec):
             raise _NoData(f"{s} lacks x = {spec['from_x']} or {spec['to_x']}")
         drops[s] = float(v[spec["from_x"]] - v[spec["to_x"]])
     top = max(drops, key=drops.get)
+    first, second = sorted(drops.values(), reverse=True)[:2] if len(drops) > 1 else (0.0, 0.0)
     return (top == spec["series"],
-            ", ".join(f"{s}: {d:.3g}" for s, d in sorted(drops.items(), key=lambda kv: -kv[1])))
+            ", ".join(f"{s}: {d:.3g}" for s, d in sorted(drops.items(), key=lambda kv: -kv[1])),
+            _rel(first, second))
 
 
 def _compared_series(spec: dict) -> list[str]:
@@ -361,7 +396,7 @@ def _renamed(spec: dict, names: dict[str, str]) -> dict:
 def _one(t: dict, spec: dict, results: pd.DataFrame) -> Verdict:
     kind = spec.get("type", "not_checkable")
     try:
-        ok, measured = CHECKS[kind](results, spec)
+        ok, measured, *margin = CHECKS[kind](results, spec)
         why = t.get("identity") or t.get("by_construction") or \
             _cannot_discriminate(results, spec)
         if why:
@@ -370,7 +405,7 @@ def _one(t: dict, spec: dict, results: pd.DataFrame) -> Verdict:
                            f"{measured} (the check {'passes' if ok else 'fails'}; "
                            f"{label}: {str(why).strip()})")
         return Verdict(t["id"], t["claim"], describe(spec), "met" if ok else "not met",
-                       measured)
+                       measured, margin=margin[0] if margin else None)
     except _NoData as exc:
         return Verdict(t["id"], t["claim"], describe(spec), "not checkable", str(exc))
 
@@ -408,6 +443,18 @@ def _target(t: dict, results: pd.DataFrame) -> Verdict:
     return _one(t, spec, results)
 
 
+def _on_one_seed(v: Verdict, t: dict) -> Verdict:
+    """Rule 3: a met or not-met verdict within :data:`NEAR` of its threshold, judged on one
+    seed, is marked so (its target names no ``replicates``, nor ``one_seed_suffices: <why>``:
+    no random draw decides it, or the point repeats its draws itself)."""
+    if (v.verdict in ("met", "not met") and v.margin is not None and v.margin < NEAR
+            and not t.get("replicates") and not t.get("one_seed_suffices")):
+        v.one_seed = True
+        v.measured += (f"; {v.margin:.1%} from its threshold, on one seed (rule 3 asks for "
+                       "three)")
+    return v
+
+
 def on_time(spec: dict, results: pd.DataFrame) -> bool:
     """Whether a check is on a time or a rate: its metric's unit (or name) says so."""
     metric = spec.get("metric")
@@ -430,8 +477,8 @@ def _at_second_scale(v: Verdict, t: dict, results: pd.DataFrame, second: SecondS
     w = _target(there, second.results)
     both = f"scale={second.of}: {v.measured}; scale={second.name}: {w.verdict} ({w.measured})"
     if w.verdict == "met":
-        return Verdict(v.id, v.claim, v.check, "scale-sensitive", both, v.counted, "flips")
-    return Verdict(v.id, v.claim, v.check, v.verdict, both, v.counted, w.verdict)
+        return replace(v, verdict="scale-sensitive", measured=both, second_scale="flips")
+    return replace(v, measured=both, second_scale=w.verdict)
 
 
 def evaluate(targets: list[dict[str, Any]], results: pd.DataFrame,
@@ -439,7 +486,7 @@ def evaluate(targets: list[dict[str, Any]], results: pd.DataFrame,
     """Every target's verdict on ``results``; with ``second``, rule 4 for not-met times."""
     verdicts = []
     for t in targets:
-        v = _target(t, results)
+        v = _on_one_seed(_target(t, results), t)
         if second is not None:
             v = _at_second_scale(v, t, results, second)
         v.cause = str(t.get("cause") or "")

@@ -302,8 +302,9 @@ def test_the_first_table_counts_scale_sensitive_claims_and_second_scales_not_run
 
     lines = paper_table({"p": Counter({"met": 2, "not met": 3, "scale-sensitive": 1,
                                        "second scale not run": 2, "sensitivity": 4})})
-    assert "| scale-sensitive |" in lines[0] and lines[0].endswith("second scale not run |")
-    assert lines[2] == "| p | 6 | 2 | 3 | 0 | 1 | 0 | 0 | 4 | 2 |"
+    assert "| scale-sensitive |" in lines[0] and lines[0].endswith(
+        "second scale not run | near threshold, one seed |")
+    assert lines[2] == "| p | 6 | 2 | 3 | 0 | 1 | 0 | 0 | 4 | 2 | 0 |"
 
 
 def test_a_spearman_exactly_at_its_threshold_is_met():
@@ -374,3 +375,37 @@ def test_a_misspelt_target_key_fails_at_load():
                            "casue": "paper: x"}]}
     with pytest.raises(FigureKeyError, match="did you mean 'cause'"):
         check_figure_keys(figure)
+
+
+@pytest.mark.parametrize(("check", "margin"), [
+    ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "min": 0.4}, 0.25),
+    ({"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "max": 0.6}, 1 / 6),
+    ({"type": "ordering", "metric": "t", "order": ["a", "b"]}, 0.2),
+    ({"type": "bound", "metric": "t", "series": "a", "min": 0.9, "max": 3.3}, 1 - 3 / 3.3),
+    ({"type": "bound", "metric": "t", "series": "b", "max_over_min": 1.3}, 1 - 1.25 / 1.3),
+    ({"type": "trend", "metric": "t", "series": "a", "min_spearman": 0.8}, 0.25),
+    ({"type": "status", "series": ["c"], "expect": "fail"}, None),
+])
+def test_each_check_says_how_far_its_deciding_value_is_from_the_threshold(check, margin):
+    v = evaluate([{"id": "T", "claim": "c", "check": check}], R)[0]
+    assert v.margin == (pytest.approx(margin) if margin is not None else None)
+
+
+def test_a_verdict_near_its_threshold_on_one_seed_is_marked_and_three_seeds_clear_it():
+    """Rule 3: within 20% of the threshold a verdict needs three seeds."""
+    near = {"type": "ratio", "metric": "t", "numerator": "a", "denominator": "b", "max": 0.6,
+            "at": 0.0}
+    far = {**near, "max": 2.0}
+    one = evaluate([{"id": "T", "claim": "c", "check": near}], R)[0]
+    assert one.verdict == "met" and one.one_seed
+    assert one.measured.endswith("16.7% from its threshold, on one seed (rule 3 asks for three)")
+    assert not evaluate([{"id": "T", "claim": "c", "check": far}], R)[0].one_seed
+    seeds = _results({"a": {0.0: 1.0, 0.5: 2.0, 1.0: 3.0}, "b": {0.0: 2.0, 0.5: 2.5, 1.0: 2.0},
+                      "a1": {0.0: 1.0}, "b1": {0.0: 2.1}, "a2": {0.0: 1.1}, "b2": {0.0: 2.0}})
+    replicated = evaluate([{"id": "T", "claim": "c", "check": near,
+                            "replicates": [{"a": "a1", "b": "b1"}, {"a": "a2", "b": "b2"}]}],
+                          seeds)[0]
+    assert replicated.verdict == "met" and not replicated.one_seed
+    exempt = evaluate([{"id": "T", "claim": "c", "check": near,
+                        "one_seed_suffices": "a closed form, no draw"}], R)[0]
+    assert exempt.verdict == "met" and not exempt.one_seed
