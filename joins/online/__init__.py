@@ -21,11 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from joins.online.checks import check_run, rescaled
 from joins.online.controller import ilf_opt
 from joins.online.cost import CostModel
+from joins.online.spec import StreamSpec
 
-__all__ = ["StreamResult", "run_stream", "CostModel"]
+__all__ = ["StreamResult", "StreamSpec", "run_stream", "CostModel"]
 
 
 @dataclass
@@ -37,174 +37,104 @@ class StreamResult:
     decisions: pd.DataFrame | None = None  # every trigger firing (also those keeping the map)
 
 
-def _factory(operator):
-    """A registry name (kind "online"), or a callable taking ``joiners``, the run's facts
-    (:class:`joins.online.operator_spec.Run`) and its parameters as keywords: a declared
-    :class:`~joins.online.operator_spec.Operator`, or a plain function (tests)."""
-    from joins import registry
-
-    if callable(operator):
-        return operator
-    return registry.get(operator, "online").load()
-
-
-def run_stream(spark, r=None, s=None, *, operator: str, joiners: int, on: str | list = "key",
-               band: float | None = None, order: str = "random", k: float | None = None,
-               seed: int = 0, controller: str = "exact", batch_size: int = 50_000,
-               memory_budget_tuples: int | None = None, spill: str = "charge",
-               cost: CostModel | None = None, output: str | Path | None = None,
-               collect_output: bool = False, progress: bool = True,
-               partitions: int | None = None, checkpoint_every: int = 10,
-               migration_rate: float = 2.0, order_params: dict | None = None,
-               backend: str = "spark", transport: str = "broadcast",
-               predicate=None, inputs: dict | None = None, time: str | None = None,
-               tick: float | None = None, window: float | None = None,
-               archive: float | None = None, delay: float = 0.0,
-               tuple_bytes: tuple[float, ...] | None = None,
-               rescale: list | None = None, checkpoint_dir: str | Path | None = None,
-               step_tuples: int | None = None, **operator_params) -> StreamResult:
+def run_stream(spark, r=None, s=None, **options) -> StreamResult:
     """Stream two inputs (``r``, ``s``) or any number (``inputs={name: data}``) through an
-    online join operator on Spark.
+    online join operator on Spark: ``run_stream(spark, spec)`` with a :class:`StreamSpec`, or
+    its fields as keywords (``operator=``, ``joiners=``, the options :class:`StreamSpec`
+    documents; every other keyword is the operator's own parameter). The spec is validated
+    when it is built; the operator's policy and program are checked against the inputs'
+    sizes (:meth:`StreamSpec.plan`) before any step runs."""
+    from joins.online.engine import remove_checkpoint
 
-    ``on``: one column shared by all inputs, or join edges ("A.x=B.x,B.y=C.y" or a list).
-    ``time``: an event-time column (numeric or timestamp) present in every input: arrivals
-    are ordered by (time, arrival number). ``tick``: cut micro-batches every ``tick`` units of
-    event time (empty ticks included) instead of every ``batch_size`` tuples. ``window``: join
-    only tuples whose event times differ by at most ``window``; older state expires.
-    ``archive``: BiStream's chained index, expiry by whole subindexes of ``archive`` event
-    time, each kept until the other relation is ``window + delay`` past its newest tuple.
-    ``tuple_bytes``: bytes of one stored tuple per input (BiStream's chi_R, chi_S): the
-    metrics then carry ``mlv_bytes``, each worker's stored tuples in bytes (its MLV).
-    ``rescale``: [(arrival number, units), ...] changes a static operator's units there
-    (a joiner count for grid and hash layouts, (R units, S units) for a join-biclique).
-    ``partitions``: Spark partitions holding the J logical workers (default: the
-    application's cores, at most J; about one per core is the efficient shape).
-    ``step_tuples``: micro-batches (or ticks) where no decision can fall share one Spark step
-    up to this many tuples (default: ``batch_size``, one count-cut micro-batch per step); every
-    micro-batch still reports its own rows, with the same counts, and ``batch_wall_seconds``
-    is then its step's local wall time split evenly among them.
-    ``migration_rate``: migrated tuples a worker takes per new tuple it receives (Thm 4.4: 2).
-    ``transport``: how a micro-batch's tuples reach the partitions: ``"broadcast"`` (one
-    Spark stage per micro-batch) or ``"shuffle"`` (parallelize + partitionBy, two stages).
-    ``backend="local"`` runs the same worker steps in this process (fast property tests
-    only; never for measurements).
-    ``predicate``: the local join kernel's predicate (:class:`joins.online.kernel.Predicate`,
-    e.g. an inequality) instead of the equality or band of ``band``; content-insensitive
-    routing (grid, biclique) only, since hash routing sends unequal keys apart.
-    ``memory_budget_tuples``: per worker; exceeding it is recorded (status "overflow") and
-    charged (``spill="charge"``), also really written to local disk (``spill="disk"``), or
-    evicted to disk with a clean-up phase after the stream (``spill="evict"``, D-CAPE).
-    ``checkpoint_dir``: a folder every executor can reach (a shared file system, HDFS): every
-    ``checkpoint_every`` micro-batches the state is checkpointed there (Spark inputs once, on
-    loading), so the run recovers exactly from the loss of an executor; without it the
-    checkpoints are local (on the executors) and such a loss stops the run with one
-    :class:`~joins.online.engine.StreamFailure`. The run deletes what it wrote there.
-    """
-    from joins.online import programs, source
-    from joins.online.engine import Engine, remove_checkpoint
-    from joins.online.worker import RunConfig
-
-    if joiners < 1:
-        raise ValueError(f"joiners must be >= 1, got {joiners}")
-    if spill not in ("charge", "disk", "evict"):
-        raise ValueError(f"spill must be charge, disk or evict, got {spill!r}")
-    if band is not None and band < 0:
-        raise ValueError(f"band must be >= 0, got {band}")
-    if archive is not None and (window is None or not archive > 0):
-        raise ValueError("archive= (the chained index's period) needs a window= and must be > 0")
-    if not delay >= 0:
-        raise ValueError(f"delay must be >= 0, got {delay}")
-    if window is not None and not window >= 0:
-        raise ValueError(f"window must be >= 0, got {window}")
-    if predicate is not None and band is not None:
-        raise ValueError("give band= or predicate=, not both")
-    if inputs is not None:
-        if r is not None or s is not None:
-            raise ValueError("give r= and s=, or inputs=, not both")
-        if len(inputs) < 2:
-            raise ValueError("a join needs at least two inputs")
-        names = list(inputs)
-        prefixes = [f"{nm}_" for nm in names]
-        data = list(inputs.values())
+    if isinstance(r, StreamSpec):
+        if s is not None or options:
+            raise TypeError("run_stream(spark, spec) takes no other inputs or options")
+        spec = r
     else:
-        names, prefixes, data = ["R", "S"], ["l_", "r_"], [r, s]
-    graph = source.JoinGraph.parse(names, on)
-    if tuple_bytes is not None and (len(tuple_bytes) != len(names) or min(tuple_bytes) < 0):
-        raise ValueError(f"tuple_bytes takes one size >= 0 per input ({len(names)} inputs)")
-    factory = _factory(operator)
-    op_name = operator if isinstance(operator, str) else \
-        getattr(operator, "name", None) or getattr(operator, "__name__", "custom")
-    cost = cost or CostModel()
-    reliable = checkpoint_dir is not None and spark is not None and backend == "spark"
+        spec = StreamSpec.of(r, s, **options)
+    reliable = spec.reliable(spark)
     if reliable:  # the inputs' checkpoints: a fresh subfolder, deleted after the run
-        spark.sparkContext.setCheckpointDir(str(checkpoint_dir))
+        spark.sparkContext.setCheckpointDir(str(spec.checkpoint_dir))
         inputs_ckpt = spark.sparkContext.getCheckpointDir()
     try:
-        rels = [source.load(spark, d, graph.columns(i), names[i], time, reliable)
-                for i, d in enumerate(data)]
-        if graph.composite and band is not None:
-            raise ValueError("a band join takes one key column, not a composite key")
-        source.add_composite_keys(rels, graph)
-        stream = source.build_stream(rels, order=order, seed=seed, k=k, band=band,
-                                     order_params=order_params, graph=graph)
-        # the run's facts, the same for every operator (joins.online.operator_spec.Run)
-        facts = dict(n_r=stream.n_r, n_s=stream.n_s, seed=seed, controller=controller,
-                     band=band, graph=graph, tuple_bytes=tuple_bytes,
-                     full_history=window is None,  # 2PS migrates state without a window
-                     key_range=_key_range(stream.key) if band is not None else None)
-        policy = factory(joiners, **facts, **operator_params)
-        base_program = programs.load(getattr(policy, "program", "joiner"))(
-            **getattr(policy, "program_params", {}))
-        check_run(policy, base_program, operator=op_name, inputs=len(names),
-                  shared=graph.shared, spill=spill, predicate=predicate, rescale=rescale)
-        policy = rescaled(policy, rescale)
-        program = base_program
-        parts = partitions or max(1, min(joiners, executor_cores(spark)))
-        from runtime.paths import ONLINE_SCRATCH
-
-        run_id = uuid.uuid4().hex[:12]
-        pairs_dir = None
-        if output is not None:
-            pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(ONLINE_SCRATCH)))
-        spill_dir = _mk(ONLINE_SCRATCH / f"spill-{run_id}") \
-            if spill != "charge" or program.uses_disk else None
-        cfg = RunConfig(band=band, predicate=predicate, want_pairs=collect_output,
-                        pairs_dir=str(pairs_dir) if pairs_dir else None,
-                        budget_tuples=memory_budget_tuples, spill=spill,
-                        spill_dir=str(spill_dir) if spill_dir else None, window=window,
-                        archive=archive, delay=delay,
-                        program=program, inputs=len(names), edges=graph.edges)
-        engine = Engine(spark, stream, policy, batch_size=batch_size, partitions=parts, config=cfg,
-                        migration_rate=migration_rate, checkpoint_every=checkpoint_every,
-                        progress=progress, backend=backend, transport=transport, tick=tick,
-                        checkpoint_dir=str(checkpoint_dir) if reliable else None,
-                        step_tuples=step_tuples)
-        try:
-            res = engine.run()
-        finally:  # the run's files go with it, failed or not
-            if spill_dir is not None:
-                shutil.rmtree(spill_dir, ignore_errors=True)
-        metrics = _with_cost(_named(res.metrics, names), cost)
-        if tuple_bytes is not None:
-            metrics["mlv_bytes"] = sum(b * metrics[f"stored_{nm}"]
-                                       for b, nm in zip(tuple_bytes, names, strict=True))
-        summary = _summary(metrics, res, stream, policy, cost, joiners, memory_budget_tuples)
-        summary.update(operator=op_name, on=on, band=band, order=order, k=k, seed=seed,
-                       controller=controller, batch_size=batch_size, spill=spill, window=window,
-                       archive=archive, delay=delay, tick=tick, inputs=names, program=program.name)
-        if reliable:
-            summary["reliable_checkpoints"] = len(res.checkpoints)
-        out_df = None
-        if collect_output:
-            out_df = _pandas_output(rels, prefixes, res.pairs, res.phases, res.produced_at,
-                                    res.produced_by)
-        if output is not None:
-            _write_output(spark, rels, prefixes, pairs_dir, Path(output))
-            shutil.rmtree(pairs_dir, ignore_errors=True)
-        return StreamResult(metrics, res.epochs, summary, out_df, res.decisions)
+        rels, stream = _load_stream(spark, spec, reliable)
+        key_range = _key_range(stream.key) if spec.band is not None else None
+        policy, program = spec.plan(stream.n_r, stream.n_s, key_range)
+        res, pairs_dir = _run_engine(spark, spec, stream, policy, program, reliable)
+        return _result(spark, spec, rels, stream, policy, program, res, pairs_dir, reliable)
     finally:
         if reliable:
             remove_checkpoint(spark, inputs_ckpt)
+
+
+def _load_stream(spark, spec: StreamSpec, reliable: bool):
+    """The inputs as relations (composite keys folded in) and their arrival order."""
+    from joins.online import source
+
+    graph = spec.graph
+    rels = [source.load(spark, d, graph.columns(i), spec.names[i], spec.time, reliable)
+            for i, d in enumerate(spec.data)]
+    source.add_composite_keys(rels, graph)
+    stream = source.build_stream(rels, order=spec.order, seed=spec.seed, k=spec.k,
+                                 band=spec.band, order_params=spec.order_params, graph=graph)
+    return rels, stream
+
+
+def _run_engine(spark, spec: StreamSpec, stream, policy, program, reliable: bool):
+    """The engine's run of ``policy`` and ``program`` over ``stream``, with the run's scratch
+    folders (result pairs for ``output=``, kept for :func:`_result`; spilled state, removed
+    with the run, failed or not)."""
+    from joins.online.engine import Engine
+    from joins.online.worker import RunConfig
+    from runtime.paths import ONLINE_SCRATCH
+
+    parts = spec.partitions or max(1, min(spec.joiners, executor_cores(spark)))
+    run_id = uuid.uuid4().hex[:12]
+    pairs_dir = None
+    if spec.output is not None:
+        pairs_dir = Path(tempfile.mkdtemp(prefix=f"pairs-{run_id}-", dir=_mk(ONLINE_SCRATCH)))
+    spill_dir = _mk(ONLINE_SCRATCH / f"spill-{run_id}") \
+        if spec.spill != "charge" or program.uses_disk else None
+    cfg = RunConfig(band=spec.band, predicate=spec.predicate, want_pairs=spec.collect_output,
+                    pairs_dir=str(pairs_dir) if pairs_dir else None,
+                    budget_tuples=spec.memory_budget_tuples, spill=spec.spill,
+                    spill_dir=str(spill_dir) if spill_dir else None, window=spec.window,
+                    archive=spec.archive, delay=spec.delay, program=program,
+                    inputs=len(spec.names), edges=spec.graph.edges)
+    engine = Engine(spark, stream, policy, batch_size=spec.batch_size, partitions=parts,
+                    config=cfg, migration_rate=spec.migration_rate,
+                    checkpoint_every=spec.checkpoint_every, progress=spec.progress,
+                    backend=spec.backend, transport=spec.transport, tick=spec.tick,
+                    checkpoint_dir=str(spec.checkpoint_dir) if reliable else None,
+                    step_tuples=spec.step_tuples)
+    try:
+        return engine.run(), pairs_dir
+    finally:  # the run's files go with it, failed or not
+        if spill_dir is not None:
+            shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _result(spark, spec: StreamSpec, rels, stream, policy, program, res, pairs_dir,
+            reliable: bool) -> StreamResult:
+    """Metrics with their modeled cost, the summary, and the result rows asked for."""
+    names, cost = spec.names, spec.cost_model
+    metrics = _with_cost(_named(res.metrics, names), cost)
+    if spec.tuple_bytes is not None:
+        metrics["mlv_bytes"] = sum(b * metrics[f"stored_{nm}"]
+                                   for b, nm in zip(spec.tuple_bytes, names, strict=True))
+    summary = _summary(metrics, res, stream, policy, cost, spec.joiners,
+                       spec.memory_budget_tuples)
+    summary.update(**spec.summary(), program=program.name)
+    if reliable:
+        summary["reliable_checkpoints"] = len(res.checkpoints)
+    out_df = None
+    if spec.collect_output:
+        out_df = _pandas_output(rels, spec.prefixes, res.pairs, res.phases, res.produced_at,
+                                res.produced_by)
+    if spec.output is not None:
+        _write_output(spark, rels, spec.prefixes, pairs_dir, Path(spec.output))
+        shutil.rmtree(pairs_dir, ignore_errors=True)
+    return StreamResult(metrics, res.epochs, summary, out_df, res.decisions)
 
 
 def _key_range(key: np.ndarray) -> tuple[float, float]:

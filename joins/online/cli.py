@@ -82,41 +82,32 @@ def _typed(args: dict, name: str, tp, default=None):
         raise UsageError(str(e)) from e
 
 
-def _policy_check(op: str, joiners: int, opts: dict, extra: dict, n_r: int, n_s: int) -> dict:
-    """The operator's own parameters, typed by its declaration and checked by building its
-    policy once (e.g. DYNAMIC's eps, warmup, decide_on), all without Spark."""
-    from joins.online import operators
-
-    operator = operators.declared()[op]
+def _operator_params(operator, extra: dict) -> dict:
+    """The operator's own parameters (``name=`` or ``param.name=``), each known to its
+    declaration (a misspelling gets a guess) and typed as it declares."""
     valid = sorted(operator.params)
     for name in sorted(set(extra) - set(valid)):
         bare = name.removeprefix("param.")
         guess = bare if bare in valid else closest(bare, [*valid, *_ENGINE])
         hint = f"; did you mean {guess}=?" if guess else ""
-        raise UsageError(f"unknown parameter {name}= for {op}{hint} (its parameters: "
+        raise UsageError(f"unknown parameter {name}= for {operator.name}{hint} (its parameters: "
                          f"{', '.join(valid) or 'none'}; engine options: "
                          f"{', '.join(sorted(_ENGINE))})")
-    typed = {k: _typed(extra, k, operator.params[k].kind) for k in extra}
-    facts = dict(n_r=n_r, n_s=n_s, seed=opts["seed"], controller=opts["controller"],
-                 band=opts["band"], graph=opts["graph"], tuple_bytes=opts.get("tuple_bytes"),
-                 full_history=opts.get("window") is None,
-                 key_range=(0.0, 1.0))  # the run takes it from the inputs (ContRand, band)
-    try:
-        policy = operator(joiners, **facts, **typed)
-    except (ValueError, TypeError) as e:
-        raise UsageError(f"{op}: {e}") from e
-    from joins.online import programs
-    from joins.online.checks import check_run
+    return {k: _typed(extra, k, operator.params[k].kind) for k in extra}
 
-    try:  # the same checks as run_stream's, before Spark starts
-        program = programs.load(getattr(policy, "program", "joiner"))(
-            **getattr(policy, "program_params", {}))
-        check_run(policy, program, operator=op, inputs=opts["inputs"],
-                  shared=opts["graph"].shared, spill=opts["spill"],
-                  rescale=opts.get("rescale"))
+
+def _dry_run(spec, rows: list[int]) -> None:
+    """The operator's policy built once for the inputs' sizes (its own parameter checks, e.g.
+    DYNAMIC's eps, warmup, decide_on) and checked against what its layout and program
+    declare: the same checks as ``run_stream``'s, all before Spark starts."""
+    try:  # the run takes the key range from the inputs (ContRand, band)
+        policy = spec.policy(rows[0], sum(rows[1:]), key_range=(0.0, 1.0))
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{spec.operator_name}: {e}") from e
+    try:
+        spec.checked(policy)
     except ValueError as e:
         raise UsageError(str(e)) from e
-    return typed
 
 
 def _check_outputs(args: dict, paths: dict[str, str]) -> None:
@@ -286,15 +277,10 @@ def _positive(args: dict, name: str, strict: bool) -> float | None:
     return value
 
 
-def validate(args: dict) -> dict:
-    """Check everything that can be checked without Spark; returns typed options."""
-    import pyarrow.dataset as ds
-
-    from datagen.errors import GeneratorError
-    from datagen.orders import names as order_names
+def _operator(args: dict):
+    """operator= (a declared online operator) and joiners= (an integer)."""
     from joins import registry
     from joins.online import operators
-    from joins.online.source import JoinGraph, SourceError, check_order
 
     for req in ("operator", "joiners"):
         if req not in args:
@@ -306,103 +292,111 @@ def validate(args: dict) -> dict:
         joiners = int(args["joiners"])
     except ValueError as e:
         raise UsageError(f"joiners must be an integer, got {args['joiners']!r}") from e
-    if joiners < 1:
-        raise UsageError(f"joiners must be >= 1, got {joiners}")
+    return operators.declared()[op], joiners
+
+
+def _band(args: dict) -> float | None:
+    if args.get("band") in (None, "", "none"):
+        return None
+    try:
+        return float(args["band"])
+    except ValueError as e:
+        raise UsageError(f"band must be a number, got {args['band']!r}") from e
+
+
+def _check_files(args: dict, paths: dict[str, str], band: float | None) -> None:
+    """The inputs' files: their join and time columns, key types, event times; and the
+    outputs (new and writable)."""
+    from joins.online.source import JoinGraph, SourceError
+
     on = args.get("on", "key")
-    operator = operators.declared()[op]
-    paths = _inputs(args)
-    if operator.inputs is not None and len(paths) != operator.inputs:
-        n_way = [name for name in registry.names("online") if operators.declared()[name].n_way]
-        raise UsageError(f"{op} joins {operator.inputs} inputs; operator="
-                         f"{', '.join(n_way[:-1])} or {n_way[-1]} joins {len(paths)}")
     try:
         graph = JoinGraph.parse(list(paths), on)
     except SourceError as e:
         raise UsageError(str(e)) from e
     schemas = {name: parquet_schema(path) for name, path in paths.items()}
     _check_outputs(args, paths)
-    band = None
-    if args.get("band") not in (None, "", "none"):
-        try:
-            band = float(args["band"])
-        except ValueError as e:
-            raise UsageError(f"band must be a number, got {args['band']!r}") from e
-        if not band >= 0:  # also refuses nan
-            raise UsageError(f"band must be >= 0, got {band}")
-        if not operator.band:
-            raise UsageError(f"{op} is an equi-join operator; drop band= or pick one that "
-                             "runs band joins (python -m joins describe)")
     time = args.get("time") or None
     if "inputs" not in args and graph.shared and "." not in on:  # the batch CLI's messages
         check_key({"r": schemas["R"], "s": schemas["S"]}, on)
     _check_graph(schemas, graph, band, time)
     if time:
         _check_time_nulls(paths, time)
-    tick, window = _positive(args, "tick", True), _positive(args, "window", False)
-    if (tick is not None or window is not None) and time is None:
-        raise UsageError("tick= and window= need an event-time column: time=COLUMN")
-    archive, delay = _positive(args, "archive", True), _typed(args, "delay", float, 0.0)
-    if archive is not None and window is None:
-        raise UsageError("archive= (the chained index's period) needs window=")
-    if not delay >= 0:
-        raise UsageError(f"delay must be >= 0, got {delay}")
-    tuple_bytes = None
-    if "tuple_bytes" in args:
-        try:
-            tuple_bytes = tuple(float(v) for v in args["tuple_bytes"].split(","))
-        except ValueError as e:
-            raise UsageError("tuple_bytes takes one size per input, e.g. tuple_bytes=48,96") \
-                from e
-        if len(tuple_bytes) != len(paths) or min(tuple_bytes) < 0:
-            raise UsageError(f"tuple_bytes takes one size >= 0 per input ({len(paths)} "
-                             f"inputs), got {args['tuple_bytes']!r}")
+
+
+def _tuple_bytes(args: dict, inputs: int) -> tuple[float, ...] | None:
+    if "tuple_bytes" not in args:
+        return None
+    try:
+        tuple_bytes = tuple(float(v) for v in args["tuple_bytes"].split(","))
+    except ValueError as e:
+        raise UsageError("tuple_bytes takes one size per input, e.g. tuple_bytes=48,96") from e
+    if len(tuple_bytes) != inputs or min(tuple_bytes) < 0:
+        raise UsageError(f"tuple_bytes takes one size >= 0 per input ({inputs} inputs), got "
+                         f"{args['tuple_bytes']!r}")
+    return tuple_bytes
+
+
+# the engine options typed as given (CLI key -> the spec's field, its type)
+_TYPED = (("seed", "seed", int), ("batch_size", "batch_size", int), ("k", "k", float),
+          ("progress", "progress", bool), ("delay", "delay", float),
+          ("budget", "memory_budget_tuples", int), ("partitions", "partitions", int),
+          ("checkpoint_every", "checkpoint_every", int), ("step_tuples", "step_tuples", int),
+          ("migration_rate", "migration_rate", float))
+
+
+def _options(args: dict, paths: dict[str, str], rows: list[int]) -> dict:
+    """The engine options, typed (a value that is not of its type is a usage error); their
+    ranges are the spec's to check."""
+    from datagen.orders import names as order_names
+
     order = args.get("order", "random")
     if order not in order_names():
         raise UsageError(f"unknown order {order!r}; valid: {', '.join(order_names())}")
-    controller = args.get("controller", "exact")
-    if controller not in ("exact", "sampled"):
-        raise UsageError(f"controller must be exact or sampled, got {controller!r}")
-    spill = args.get("spill", "charge")
-    if spill not in ("charge", "disk", "evict"):
-        raise UsageError(f"spill must be charge, disk or evict, got {spill!r}")
-    spark_preset_or_usage_error(args.get("spark", "local"))  # fails before Spark starts
-    opts = dict(operator=op, joiners=joiners, on=on, band=band, order=order,
-                controller=controller, spill=spill, seed=_typed(args, "seed", int, 0),
-                batch_size=_typed(args, "batch_size", int, 50_000),
-                k=_typed(args, "k", float), progress=_typed(args, "progress", bool, True),
-                time=time, tick=tick, window=window, archive=archive, delay=delay,
-                tuple_bytes=tuple_bytes)
-    if opts["batch_size"] < 1:
-        raise UsageError("batch_size must be >= 1")
-    # budget: tuples per worker; checkpoint_every=0 never cuts the lineage
-    for key, name, low in (("budget", "memory_budget_tuples", 0), ("partitions", "partitions", 1),
-                           ("checkpoint_every", "checkpoint_every", 0),
-                           ("step_tuples", "step_tuples", 1)):
-        value = _typed(args, key, int)
-        if value is not None and value < low:
-            raise UsageError(f"{key} must be >= {low}, got {value}")
-        if value is not None:
-            opts[name] = value
-    rate = _typed(args, "migration_rate", float)
-    if rate is not None and not 0 < rate < float("inf"):  # also refuses nan
-        raise UsageError(f"migration_rate must be > 0 and finite, got {rate}")
-    if rate is not None:
-        opts["migration_rate"] = rate
-    try:
-        check_order(order, opts["seed"], opts["k"])
-    except GeneratorError as e:
-        raise UsageError(f"order {order}: {e}") from e
-    rows = [ds.dataset(path, format="parquet").count_rows() for path in paths.values()]
+    opts = dict(on=args.get("on", "key"), order=order, time=args.get("time") or None,
+                controller=args.get("controller", "exact"), spill=args.get("spill", "charge"),
+                tick=_positive(args, "tick", True), window=_positive(args, "window", False),
+                archive=_positive(args, "archive", True),
+                tuple_bytes=_tuple_bytes(args, len(paths)), output=args.get("out"))
+    opts.update({name: _typed(args, key, tp) for key, name, tp in _TYPED if key in args})
     if "rescale" in args:
         opts["rescale"] = _rescale(args["rescale"], sum(rows))
     if "checkpoint_dir" in args:
         opts["checkpoint_dir"] = _checkpoint_dir(args["checkpoint_dir"], args, paths)
+    return opts
+
+
+def _rows(path: str) -> int:
+    """Rows of a Parquet input (its metadata only)."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset(path, format="parquet").count_rows()
+
+
+def validate(args: dict, cost=None):
+    """Check everything that can be checked without Spark: returns the run's
+    :class:`~joins.online.spec.StreamSpec` (its inputs the Parquet paths), built (and so
+    validated against the operator's declaration) and dry-run (:func:`_dry_run`)."""
+    from joins.online.spec import StreamSpec
+
+    operator, joiners = _operator(args)
+    paths = _inputs(args)
+    band = _band(args)
+    _check_files(args, paths, band)
+    rows = [_rows(path) for path in paths.values()]
+    opts = _options(args, paths, rows)
+    spark_preset_or_usage_error(args.get("spark", "local"))  # fails before Spark starts
     # an operator's parameter as name= or, as describe and compare write it, param.name=
     extra = {k.removeprefix("param."): v for k, v in args.items() if k not in _ENGINE}
-    opts.update(_policy_check(op, joiners, {**opts, "graph": graph, "inputs": len(paths)},
-                              extra, rows[0], sum(rows[1:])))
-    opts["paths"] = paths
-    return opts
+    params = _operator_params(operator, extra)
+    data = dict(inputs=paths) if "inputs" in args else dict(r=paths["R"], s=paths["S"])
+    try:
+        spec = StreamSpec(operator.name, joiners, band=band, cost=cost, params=params,
+                          **data, **opts)
+    except ValueError as e:
+        raise UsageError(str(e)) from e
+    _dry_run(spec, rows)
+    return spec
 
 
 def _print_batches(metrics) -> None:
@@ -451,8 +445,8 @@ def main(argv: list[str]) -> int:
         return 0 if argv else 2
     try:
         args = parse(argv)
-        opts = validate(args)
         calibration, cost = calibrated_cost()
+        spec = validate(args, cost)
     except CliError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -461,16 +455,14 @@ def main(argv: list[str]) -> int:
     from runtime.spark_session import get_spark
 
     spark = get_spark(**spark_preset_or_usage_error(args.get("spark", "local")))
-    paths = opts.pop("paths")
-    data = dict(r=args["r"], s=args["s"]) if "inputs" not in args else dict(inputs=paths)
     try:
-        res = run_stream(spark, output=args.get("out"), cost=cost, **data, **opts)
+        res = run_stream(spark, spec)
     except StreamFailure as e:  # e.g. an executor lost with local checkpoints
         print(f"error: {e}", file=sys.stderr)
         return 1
     if args.get("out"):
         mark_output_folder(args["out"], "python -m joins stream", operator=args["operator"],
-                           on=opts["on"], **paths)
+                           on=spec.on, **dict(zip(spec.names, spec.data, strict=True)))
     _print_batches(res.metrics)
     _print_summary(res.summary, calibration, explain=_typed(args, "explain", bool, False))
     if "metrics" in args:

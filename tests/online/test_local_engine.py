@@ -248,7 +248,14 @@ def test_tick_rows_carry_their_event_time_range():
 
 
 def test_a_two_sided_layout_refuses_a_third_input():
+    from joins.online import operators
+
     frames = {nm: pd.DataFrame({"key": [1, 2]}) for nm in "ABC"}
-    with pytest.raises(ValueError, match="grid layout, which has 2 sides"):
+    # a declared operator is refused by its declaration (inputs=2) when the spec is built
+    with pytest.raises(ValueError, match="static_mid joins 2 inputs; operator=.*mjoin"):
         run_stream(None, inputs=frames, operator="static_mid", joiners=4, progress=False,
                    backend="local")
+    # an undeclared one by its layout, when its policy is checked
+    with pytest.raises(ValueError, match="grid layout, which has 2 sides"):
+        run_stream(None, inputs=frames, operator=lambda j, **kw: operators.static_mid(j, **kw),
+                   joiners=4, progress=False, backend="local")
