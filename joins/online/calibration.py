@@ -111,31 +111,10 @@ def calibrate(spark, *, runs: tuple[CalibrationRun, ...] = CALIBRATION_RUNS, rep
     ``clock``: the worker time fitted, ``seconds`` (elapsed) or ``cpu_seconds`` (as the
     per-count constants).
     """
-    from joins.online import run_stream
-
     rng = np.random.default_rng(seed)
     frames, walls = [], []
     for i, run in enumerate(runs):
-        r = pd.DataFrame({"key": _keys(rng, run.r_tuples, run.domain, run.r_zipf)})
-        s = pd.DataFrame({"key": _keys(rng, run.s_tuples, run.domain, 0.0)})
-        options = dict(operator=run.operator, joiners=run.joiners, seed=seed + i,
-                       batch_size=run.batch_size, progress=False)
-        if run.operator == "dynamic":
-            options["warmup"] = run.r_tuples // 10
-        if run.spill:
-            options.update(memory_budget_tuples=(run.r_tuples + run.s_tuples) // (run.joiners * 2),
-                           spill="disk")
-        measured = [run_stream(spark, r, s, **options).metrics
-                    .sort_values(["batch", "worker"]).reset_index(drop=True)
-                    for _ in range(repeats)]
-        m = measured[0]
-        counts = ["received", "outputs", "migrated"]
-        if any(not o[counts].equals(m[counts]) for o in measured[1:]):
-            raise RuntimeError("calibration run's counts differ between repeats")
-        m = m.assign(run=i, **{c: np.median([o[c].to_numpy() for o in measured], axis=0)
-                               for c in ("seconds", "cpu_seconds") if c in m.columns})
-        wall = pd.concat([o.groupby("batch")["batch_wall_seconds"].first() for o in measured],
-                         axis=1).median(axis=1)
+        m, wall = _measure_run(spark, run, i, rng, seed, repeats)
         frames.append(m)
         walls.append(pd.concat({i: wall}, names=["run", "batch"]))
     metrics = pd.concat(frames, ignore_index=True)
@@ -151,10 +130,43 @@ def calibrate(spark, *, runs: tuple[CalibrationRun, ...] = CALIBRATION_RUNS, rep
     r2_runs = r_squared(per_run[clock].sum(), per_run["predicted"].sum())
     result = {**model.to_dict(), "r2": consts["r2"], "r2_runs": r2_runs, "rows": len(metrics),
               "spill_store": disk["spill_store"]}
+    _write_json(out, result)
+    return result
+
+
+def _measure_run(spark, run: CalibrationRun, i: int, rng: np.random.Generator, seed: int,
+                 repeats: int) -> tuple[pd.DataFrame, pd.Series]:
+    """Run ``i`` of the calibration ``repeats`` times: its metrics with each (micro-batch,
+    worker) row's median time, and each micro-batch's median wall time."""
+    from joins.online import run_stream
+
+    r = pd.DataFrame({"key": _keys(rng, run.r_tuples, run.domain, run.r_zipf)})
+    s = pd.DataFrame({"key": _keys(rng, run.s_tuples, run.domain, 0.0)})
+    options = dict(operator=run.operator, joiners=run.joiners, seed=seed + i,
+                   batch_size=run.batch_size, progress=False)
+    if run.operator == "dynamic":
+        options["warmup"] = run.r_tuples // 10
+    if run.spill:
+        options.update(memory_budget_tuples=(run.r_tuples + run.s_tuples) // (run.joiners * 2),
+                       spill="disk")
+    measured = [run_stream(spark, r, s, **options).metrics
+                .sort_values(["batch", "worker"]).reset_index(drop=True)
+                for _ in range(repeats)]
+    m = measured[0]
+    counts = ["received", "outputs", "migrated"]
+    if any(not o[counts].equals(m[counts]) for o in measured[1:]):
+        raise RuntimeError("calibration run's counts differ between repeats")
+    m = m.assign(run=i, **{c: np.median([o[c].to_numpy() for o in measured], axis=0)
+                           for c in ("seconds", "cpu_seconds") if c in m.columns})
+    wall = pd.concat([o.groupby("batch")["batch_wall_seconds"].first() for o in measured],
+                     axis=1).median(axis=1)
+    return m, wall
+
+
+def _write_json(out: str | Path | None, result: dict) -> None:
     if out is not None:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(result, indent=2))
-    return result
 
 
 # --- per-count calibration ---------------------------------------------------------------------
@@ -192,9 +204,12 @@ _HUGE = 10**12  # a key domain where no two keys meet: no outputs
 def count_experiments(n: int = 20_000) -> tuple[CountExperiment, ...]:
     """The per-count experiments at ``n`` tuples per input (the default is small: a run is a
     few seconds on 2 cores)."""
-    h, q = n // 2, n // 4
-    bic = (("r_units", 1),)  # 1 R unit, 7 S units: an R tuple probes 7 units, an S tuple 1
-    win = lambda w: (("window", w), ("tick", 100.0), ("time", "t"))  # noqa: E731
+    return (*_output_experiments(n), *_delivery_experiments(n), *_state_experiments(n),
+            *_nway_experiments(n))
+
+
+def _output_experiments(n: int) -> tuple[CountExperiment, ...]:
+    """The outputs, with result pairs materialised or only counted."""
     return (
         CountExperiment(
             "output_pairs", "outputs",
@@ -206,6 +221,14 @@ def count_experiments(n: int = 20_000) -> tuple[CountExperiment, ...]:
             tuple(CountRun("shj", (n, n), d) for d in (_HUGE, n // 5, n // 20, n // 100)),
             "as output_pairs and domain n/100 (100n outputs), outputs only counted (how the "
             "published experiments run: no pairs)"),
+    )
+
+
+def _delivery_experiments(n: int) -> tuple[CountExperiment, ...]:
+    """The three delivery designs: store-only, probe-only, and stored-and-probing."""
+    h, q = n // 2, n // 4
+    bic = (("r_units", 1),)  # 1 R unit, 7 S units: an R tuple probes 7 units, an S tuple 1
+    return (
         CountExperiment(
             "store_received", "store_received",
             tuple(CountRun("join_biclique", sz, _HUGE, joiners=8, options=bic)
@@ -223,6 +246,14 @@ def count_experiments(n: int = 20_000) -> tuple[CountExperiment, ...]:
             tuple(CountRun("shj", (k, k), _HUGE) for k in (h, n, 3 * h)),
             "shj: a delivery is stored and probes (role BOTH); n, 2n, 3n deliveries in 5 "
             "micro-batches; no outputs"),
+    )
+
+
+def _state_experiments(n: int) -> tuple[CountExperiment, ...]:
+    """Expiry, stored state and rows, and moved state."""
+    q = n // 4
+    win = lambda w: (("window", w), ("tick", 100.0), ("time", "t"))  # noqa: E731
+    return (
         CountExperiment(
             "expired", "expired",
             tuple(CountRun("shj", (n, n), _HUGE, batches=0, span=1000.0, options=win(w))
@@ -253,6 +284,12 @@ def count_experiments(n: int = 20_000) -> tuple[CountExperiment, ...]:
             "received: about 1/2 of the state for 4, more for 6, as a group's joiner is its "
             "number modulo the joiners); the same deliveries, no outputs; rows and stored "
             "state are charged first at the state_and_rows constants"),
+    )
+
+
+def _nway_experiments(n: int) -> tuple[CountExperiment, ...]:
+    """n-way probes (checks): mjoin on 3 inputs."""
+    return (
         CountExperiment(
             "mjoin3_received", "received",
             tuple(CountRun("mjoin", (k, k, k), _HUGE) for k in (n // 3, 2 * n // 3, n)),
@@ -415,41 +452,9 @@ def derive_constants(slopes: dict[str, dict], base: dict, *, z: float = 2.0,
     slope): then charging it could not matter. Otherwise it was not measured precisely enough
     to call it negligible: it keeps its estimate (at least 0) and is recorded as imprecise.
     The constants no per-count run varies are kept from ``base``."""
-    sl = {k: (v["slope"], v["se"]) for k, v in slopes.items()}
-    scale = tolerance * sl["both_received"][0]
-
-    def comb(plus: tuple[str, ...], minus: tuple[str, ...]) -> tuple[float, float]:
-        val = sum(sl[k][0] for k in plus) - sum(sl[k][0] for k in minus)
-        return val, float(np.sqrt(sum(sl[k][1] ** 2 for k in plus + minus)))
-
-    est = {
-        "per_output": sl["output_pairs"],
-        "per_store_received": comb(("both_received",), ("probe_received",)),
-        "per_probe": comb(("both_received",), ("store_received",)),
-        "per_received": comb(("store_received", "probe_received"), ("both_received",)),
-        "per_expired": sl["expired"],
-        "per_stored": sl["state_and_rows"],
-        "per_worker": (slopes["state_and_rows"]["joint"]["rows"]["slope"],
-                       slopes["state_and_rows"]["joint"]["rows"]["se"]),
-        "per_migrated": sl["migrated"],
-        "per_nway_probe": sl["mjoin3_probes"],
-        "fixed_per_batch": (slopes["fixed_per_batch"]["slope"], slopes["fixed_per_batch"]["se"]),
-    }
+    judge = _Judge(z, tolerance, slopes["both_received"]["slope"])
     constants, records = {}, {}
-    def judge(val: float, se: float) -> tuple[float, bool, str]:
-        if val > z * se:
-            return float(val), False, ""
-        if val + z * se < scale and val - z * se > -scale:
-            return 0.0, True, (f"measured as negligible: {val:.3g} s ± {se:.2g}, upper bound "
-                               f"{val + z * se:.2g} s < {tolerance:g} x a delivery's "
-                               f"{sl['both_received'][0]:.3g} s")
-        if val + z * se < 0:
-            return 0.0, False, (f"inconsistent: {val:.3g} s ± {se:.2g} is below 0 by more than "
-                                f"{z:g} errors (the designs' additive model does not hold)")
-        return max(0.0, float(val)), False, (f"imprecise: {val:.3g} s ± {se:.2g} (not above "
-                                             f"{z:g} errors, not bounded within ±{scale:.2g} s)")
-
-    for name, (val, se) in est.items():
+    for name, (val, se) in _estimates(slopes).items():
         runs, how = DERIVED[name]
         value, negligible, note = judge(val, se)
         constants[name] = value
@@ -469,6 +474,53 @@ def derive_constants(slopes: dict[str, dict], base: dict, *, z: float = 2.0,
         "estimate": c0["slope"], "se": c0["se"], "value": v0, "negligible": neg0,
         "note": "outputs only counted (no pairs), as the published experiments run; " + note0}
     return {"constants": constants, "records": records}
+
+
+def _estimates(slopes: dict[str, dict]) -> dict[str, tuple[float, float]]:
+    """Each constant's estimate and standard error from the slopes (:data:`DERIVED`)."""
+    sl = {k: (v["slope"], v["se"]) for k, v in slopes.items()}
+
+    def comb(plus: tuple[str, ...], minus: tuple[str, ...]) -> tuple[float, float]:
+        val = sum(sl[k][0] for k in plus) - sum(sl[k][0] for k in minus)
+        return val, float(np.sqrt(sum(sl[k][1] ** 2 for k in plus + minus)))
+
+    rows = slopes["state_and_rows"]["joint"]["rows"]
+    return {
+        "per_output": sl["output_pairs"],
+        "per_store_received": comb(("both_received",), ("probe_received",)),
+        "per_probe": comb(("both_received",), ("store_received",)),
+        "per_received": comb(("store_received", "probe_received"), ("both_received",)),
+        "per_expired": sl["expired"],
+        "per_stored": sl["state_and_rows"],
+        "per_worker": (rows["slope"], rows["se"]),
+        "per_migrated": sl["migrated"],
+        "per_nway_probe": sl["mjoin3_probes"],
+        "fixed_per_batch": (slopes["fixed_per_batch"]["slope"], slopes["fixed_per_batch"]["se"]),
+    }
+
+
+class _Judge:
+    """An estimate's value: itself when above ``z`` errors; 0 when negligible (bounded
+    within ``tolerance`` times a delivery's cost ``both``); else imprecise or inconsistent.
+    Called as ``judge(val, se) -> (value, negligible, note)``."""
+
+    def __init__(self, z: float, tolerance: float, both: float):
+        self.z, self.tolerance, self.both = z, tolerance, both
+        self.scale = tolerance * both
+
+    def __call__(self, val: float, se: float) -> tuple[float, bool, str]:
+        z, scale = self.z, self.scale
+        if val > z * se:
+            return float(val), False, ""
+        if val + z * se < scale and val - z * se > -scale:
+            return 0.0, True, (f"measured as negligible: {val:.3g} s ± {se:.2g}, upper bound "
+                               f"{val + z * se:.2g} s < {self.tolerance:g} x a delivery's "
+                               f"{self.both:.3g} s")
+        if val + z * se < 0:
+            return 0.0, False, (f"inconsistent: {val:.3g} s ± {se:.2g} is below 0 by more than "
+                                f"{z:g} errors (the designs' additive model does not hold)")
+        return max(0.0, float(val)), False, (f"imprecise: {val:.3g} s ± {se:.2g} (not above "
+                                             f"{z:g} errors, not bounded within ±{scale:.2g} s)")
 
 
 def fixed_per_batch(runs: pd.DataFrame) -> dict:
@@ -512,10 +564,36 @@ def calibrate_per_count(spark, *, n: int = 200_000, repeats: int = 5, seed: int 
     experiments = count_experiments(n)
     if data is None:
         data = measure_counts(spark, experiments, repeats=repeats, seed=seed, n=n, log=log)
-    # stored state grows with the stored deliveries (about 3 stored tuple-batches per one in
-    # 5 micro-batches): the delivery designs charge it first at per_stored, which
-    # state_and_rows measures with the deliveries charged first at both_received's slope; the
-    # two are solved together by a few rounds of substitution (from the per_stored in force)
+    adjust = _adjustments(data, experiments, base, clock)
+    slopes = experiment_slopes(data, experiments, adjust, clock)
+    elapsed = experiment_slopes(data, experiments, adjust, "seconds")
+    if "state_and_rows" in {e.name for e in experiments}:
+        slopes["fixed_per_batch"] = fixed_per_batch(data[data["experiment"] == "state_and_rows"])
+    derived = derive_constants(slopes, base)
+    _record_checks(derived["records"], slopes)
+    model = CostModel(**{**derived["constants"],
+                         "calibration_id": "percount-" + time.strftime("%Y%m%dT%H%M%S")})
+    result = {
+        "online": model.to_dict(), "measurements": derived["records"],
+        "experiments": slopes, "clock": clock,
+        "elapsed_slopes": {k: {"slope": v["slope"], "se": v["se"]} for k, v in elapsed.items()},
+        "n": n, "repeats": repeats, "seed": seed,
+        "runs": data.to_dict(orient="records"),
+        "load_average": list(os.getloadavg()),
+        "note": "per-count calibration (joins.online.calibration.calibrate_per_count) on the "
+                f"Spark backend; slopes of the workers' {clock} in the step",
+    }
+    _write_json(out, result)
+    return result
+
+
+def _adjustments(data: pd.DataFrame, experiments: tuple[CountExperiment, ...], base: dict,
+                 clock: str) -> dict[str, dict[str, float]]:
+    """What each experiment charges before its slope: the stored state grows with the stored
+    deliveries (about 3 stored tuple-batches per one in 5 micro-batches): the delivery
+    designs charge it first at per_stored, which state_and_rows measures with the deliveries
+    charged first at both_received's slope; the two are solved together by a few rounds of
+    substitution (from the per_stored in force)."""
     per_stored = float(base.get("per_stored", 0.0))
     names = {e.name for e in experiments}
     for _ in range(4):
@@ -537,34 +615,18 @@ def calibrate_per_count(spark, *, n: int = 200_000, repeats: int = 5, seed: int 
         adjust["migrated"] = {"received": first["both_received"]["slope"],
                               "stored_batches": state["slope"],
                               "rows": state["joint"]["rows"]["slope"]}
-    slopes = experiment_slopes(data, experiments, adjust, clock)
-    elapsed = experiment_slopes(data, experiments, adjust, "seconds")
-    if "state_and_rows" in names:
-        slopes["fixed_per_batch"] = fixed_per_batch(data[data["experiment"] == "state_and_rows"])
-    derived = derive_constants(slopes, base)
+    return adjust
+
+
+def _record_checks(records: dict, slopes: dict[str, dict]) -> None:
+    """The windowed runs' per_stored and the checks, recorded beside the constants."""
     joint = slopes["expired"]["joint"]["stored_batches"]
-    derived["records"]["per_stored"]["windowed"] = {
+    records["per_stored"]["windowed"] = {
         "estimate": joint["slope"], "se": joint["se"], "runs": "expired",
         "note": "per stored tuple per tick in windowed runs (expiry scans the stored state "
                 "every tick), fitted jointly with expired; not charged: the model has one "
                 "per_stored"}
     for name in CHECKS:
-        derived["records"].setdefault("checks", {})[name] = {
+        records.setdefault("checks", {})[name] = {
             "slope": slopes[name]["slope"], "se": slopes[name]["se"],
             "count": slopes[name]["count"]}
-    model = CostModel(**{**derived["constants"],
-                         "calibration_id": "percount-" + time.strftime("%Y%m%dT%H%M%S")})
-    result = {
-        "online": model.to_dict(), "measurements": derived["records"],
-        "experiments": slopes, "clock": clock,
-        "elapsed_slopes": {k: {"slope": v["slope"], "se": v["se"]} for k, v in elapsed.items()},
-        "n": n, "repeats": repeats, "seed": seed,
-        "runs": data.to_dict(orient="records"),
-        "load_average": list(os.getloadavg()),
-        "note": "per-count calibration (joins.online.calibration.calibrate_per_count) on the "
-                f"Spark backend; slopes of the workers' {clock} in the step",
-    }
-    if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(json.dumps(result, indent=2))
-    return result
