@@ -7,34 +7,55 @@ one worker holds and does: how it joins delivered tuples, stores, expires and sp
 it sends and accepts when state moves, what its clean-up emits, and its own report fields.
 
 A program declares its contract as class attributes (inputs, edges, ``moves``, spill modes,
-``cleans_up``, its own ``counters``). A new program is one class: an operator's policy names it
-directly (``program=MyProgram``, as :mod:`joins.online.operators.nested_loop_join` does), or by a
-name in :data:`PROGRAMS`; the engine is not edited.
+``cleans_up``, its own ``counters``) and its ``name``. A new program is one class: an
+operator's policy names it directly (``program=MyProgram``, as
+:mod:`joins.online.operators.nested_loop_join` does), or, for a program in a module of this
+package, by its ``name`` (``program="mjoin"``): the package's modules are listed and every
+:class:`~joins.online.programs.base.Program` class that declares its own ``name`` there is
+found (:data:`PROGRAMS`, built on first use), so neither the engine nor a table is edited.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
+import pkgutil
+from typing import Any
 
-PROGRAMS: dict[str, str] = {
-    "joiner": "joins.online.programs.joiner:Joiner",  # Squall's joiner (two inputs)
-    "mjoin": "joins.online.programs.mjoin:MJoin",  # n-way symmetric hash join
-    "diner": "joins.online.programs.diner:Diner",  # DINER: memory-bounded, reactive phase
-    "hmj": "joins.online.programs.hmj:HashMerge",  # Hash-Merge Join (DINER's baseline)
-    "rpj": "joins.online.programs.rpj:RateBasedProgressive",  # RPJ (DINER's baseline)
-    "xjoin": "joins.online.programs.xjoin:XJoin",  # XJoin (DINER's baseline)
-    "pmj": "joins.online.programs.pmj:ProgressiveMerge",  # PMJ (DINER's band-join baseline)
-    "miner": "joins.online.programs.miner:Miner",  # MINER: DINER for chain/star/snowflake joins
-    "mjoin_flush": "joins.online.programs.miner:MJoinCoordinated",  # MJoin, coordinated flush
-    "dcape": "joins.online.programs.dcape:DCape",  # D-CAPE's machine: groups, spill, moves
-}
+
+@functools.cache
+def _scan() -> dict[str, str]:
+    """Every program of the package's modules that names itself: name -> ``module:Class``."""
+    from joins.online.programs.base import Program
+
+    found: dict[str, str] = {}
+    for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        module = importlib.import_module(f"{__name__}.{mod}")
+        for attr, cls in vars(module).items():
+            if not (inspect.isclass(cls) and issubclass(cls, Program)) or \
+                    cls.__module__ != module.__name__ or not cls.__dict__.get("name"):
+                continue
+            target = f"{module.__name__}:{attr}"
+            if found.setdefault(cls.name, target) != target:
+                raise RuntimeError(f"two worker programs are named {cls.name!r}: "
+                                   f"{found[cls.name]} and {target}")
+    return found
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PROGRAMS":  # name -> "module:Class", found by listing the package
+        return _scan()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load(name: str | type):
-    """The program class registered under ``name``, or ``name`` itself when it is a class."""
+    """The program class named ``name`` (a module of this package declares it), or ``name``
+    itself when it is a class."""
     if isinstance(name, type):
         return name
-    if name not in PROGRAMS:
-        raise ValueError(f"unknown worker program {name!r}; valid: {', '.join(sorted(PROGRAMS))}")
-    module, _, attr = PROGRAMS[name].partition(":")
+    programs = _scan()
+    if name not in programs:
+        raise ValueError(f"unknown worker program {name!r}; valid: {', '.join(sorted(programs))}")
+    module, _, attr = programs[name].partition(":")
     return getattr(importlib.import_module(module), attr)
