@@ -9,9 +9,9 @@ tested by really creating the parent folder and a probe file, then removing them
 (:mod:`datagen.outputs`; ``os.access`` says yes to root even where nothing can be written).
 
 Unknown algorithm parameters are refused naming the closest valid one. The valid names are
-read from the code: an online operator's from its declaration, a batch algorithm's from
-the ``ctx.params`` keys its function reads (directly or through the ``joins`` functions it
-uses; batch algorithms take their parameters as ``ctx.params``, not as keyword arguments).
+the algorithm's declared parameters (:mod:`joins.declarations`); a batch algorithm's
+declaration is checked against the ``ctx.params`` keys its code reads (directly or through
+the ``joins`` functions it uses: :func:`code_param_defaults`), so the two cannot drift.
 """
 
 from __future__ import annotations
@@ -47,12 +47,17 @@ def algorithm_params(algo) -> list[str]:
 
 
 def algorithm_param_defaults(algo) -> dict[str, str | None]:
-    """``algo``'s parameters with their defaults as source text (``"100"``, ``"'exact'"``;
-    None where the code sets none): an online operator's declaration
-    (:class:`joins.online.operator_spec.Operator`), or the ``ctx.params`` reads of a batch
-    algorithm's code, so they cannot drift from the code."""
-    if algo.kind == "online":
-        return {n: repr(p.default) for n, p in algo.load().params.items()}
+    """``algo``'s parameters with their defaults as source text (``"100"``, ``"'exact'"``, a
+    derived default's expression), as it declares them: an online operator's
+    (:class:`joins.online.operator_spec.Operator`) or a batch algorithm's
+    (:class:`joins.declarations.BatchAlgorithm`)."""
+    return {n: p.default_source for n, p in algo.declaration().params.items()}
+
+
+def code_param_defaults(algo) -> dict[str, str | None]:
+    """The ``ctx.params`` keys a batch algorithm's code reads (directly or through the
+    ``joins`` functions it uses), each with the default its code gives (source text; None
+    where it gives none): what its declaration must say (tests/test_cli_checks.py)."""
     module, _, function = algo.target.partition(":")
     return _params_read(module, function)
 

@@ -99,8 +99,7 @@ def test_every_parameter_of_every_algorithm_has_a_meaning():
     for algo in ALGORITHMS.values():
         assert algo.paper is None or algo.paper in PAPERS, algo.name
         undocumented = [p for p in C.algorithm_params(algo) if not meaning(algo, p)]
-        assert not undocumented, f"{algo.name}: give {undocumented} a meaning (batch: in " \
-                                 "joins/param_docs.py; online: in its Param)"
+        assert not undocumented, f"{algo.name}: give {undocumented} a meaning (in its Param)"
 
 
 def test_online_entries_are_derived_from_the_declarations():
@@ -113,6 +112,20 @@ def test_online_entries_are_derived_from_the_declarations():
         assert algo.load() is op and algo.paper == op.paper
         assert algo.description == op.description and algo.join_types == op.join_types
     assert get("nested_loop").paper is None and declared["mjoin"].n_way
+
+
+def test_batch_declarations_say_what_the_code_reads():
+    """A batch algorithm declares exactly the ``ctx.params`` keys its code reads, with the
+    code's defaults (a derived one as the code's expression), so they cannot drift."""
+    from joins import batch
+
+    for algo in ALGORITHMS.values():
+        if algo.kind == "batch":
+            assert C.algorithm_param_defaults(algo) == C.code_param_defaults(algo), algo.name
+            declared = batch.declared()[algo.name]
+            assert algo.target == declared.target and algo.paper == declared.paper
+            assert algo.description == declared.description
+    assert set(names("batch")) == set(batch.declared())
 
 
 def test_defaults_are_read_from_the_code():

@@ -68,7 +68,8 @@ from joins.batch.hot_keys import (
 )
 from joins.batch.ib_join import index_broadcast_join
 from joins.batch.sql_conf import sql_conf
-from joins.batch.tree_join import TreeOptions, shared_hot_keys, tree_join_pairs
+from joins.batch.tree_join import TREE_PARAMS, TreeOptions, shared_hot_keys, tree_join_pairs
+from joins.declarations import ALL_JOIN_TYPES, BatchAlgorithm, Derived, Param
 
 # sub-relation codes: 2 x (hot on own side) + (hot on the other side)
 PARTS = {"hh": 3, "hc": 2, "ch": 1, "cc": 0}
@@ -282,3 +283,30 @@ def am_join_basic(ctx: BatchContext, left: DataFrame, right: DataFrame,
                   spec: JoinSpec) -> JoinResult:
     """AM-Join-Basic: AM-Join with Tree-Join-Basic for the keys hot in both relations."""
     return _run(ctx, left, right, spec, basic=True)
+
+
+AM_PARAMS = {
+    **TREE_PARAMS,
+    "lambda": Param(Derived("C.lambda_from_threshold(hot_params(ctx.params).threshold)"),
+                    "λ, the network-vs-disk cost ratio; by default derived from τ = "
+                    "(1+λ)^(3/2)", float),
+    "broadcast_rule": Param("cost", "IB-Join's broadcast of the hot-cold sub-relations: cost "
+                                    "(Eqn. 5 decides), always or never"),
+    "persist_split": Param(True, "split=tag: persist the tagged sub-relations instead of "
+                                 "recomputing each"),
+    "split": Param("filter", "how the HH/HC/CH/CC sub-relations are made: filter (key-set "
+                             "filters of the cached input, sizes from the hot-key pass) or tag "
+                             "(a tagging pass, persisted, and a count job)"),
+    "fuse_shuffles": Param(True, "run HC, CH and CC as one Shuffle-Join when neither HC nor CH "
+                                 "is broadcast (one shuffle instead of three)"),
+    "subjoin_partitions": Param("sized", "partitions of the HH, HC and CH sub-joins: sized by "
+                                         "their work (default) or all (the input's)"),
+}
+
+AM_JOIN_BASIC = BatchAlgorithm(
+    "am_join_basic", "amjoin",
+    "AM-Join-Basic: AM-Join with Tree-Join-Basic for keys hot in both relations",
+    am_join_basic, AM_PARAMS, ALL_JOIN_TYPES)
+AM_JOIN = BatchAlgorithm(
+    "am_join", "amjoin", "AM-Join: Tree-Join (HH), IB-Joins (HC, CH), Shuffle-Join (CC)",
+    am_join, AM_PARAMS, ALL_JOIN_TYPES)

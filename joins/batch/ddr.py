@@ -36,6 +36,7 @@ from joins.api import BatchContext, JoinResult, JoinSpec
 from joins.batch import small_large as sl
 from joins.batch.amjoin_common import persist
 from joins.batch.sql_conf import sql_conf
+from joins.declarations import ALL_JOIN_TYPES, BatchAlgorithm
 
 _COPIES, _MULT, _REP = "_ddr_copies", "_ddr_mult", "_ddr_rep"
 
@@ -110,3 +111,9 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
             "unjoinable_detection_bytes_formula": n * small_rows * m_s,
         })
     return JoinResult(out, extra=extra, sql_conf=sl.sql_options(ctx))
+
+
+DDR = BatchAlgorithm(
+    "ddr", "amjoin",
+    "DDR Small-Large outer join: broadcast small side, redistribute unjoined records",
+    run, sl.SMALL_LARGE_PARAMS, ALL_JOIN_TYPES)

@@ -38,6 +38,7 @@ from joins.api import BatchContext, JoinResult, JoinSpec, uncounted
 from joins.batch import small_large as sl
 from joins.batch.amjoin_common import persist
 from joins.batch.sql_conf import sql_conf
+from joins.declarations import ALL_JOIN_TYPES, BatchAlgorithm
 
 _SID = "_der_sid"
 
@@ -122,3 +123,9 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
             "unjoinable_detection_bytes_formula": (n + 1) * small_rows * m_id + small_rows * m_s,
         })
     return JoinResult(out, extra=extra, sql_conf=sl.sql_options(ctx))
+
+
+DER = BatchAlgorithm(
+    "der", "amjoin",
+    "DER Small-Large outer join: broadcast small side, redistribute unjoined ids",
+    run, sl.SMALL_LARGE_PARAMS, ALL_JOIN_TYPES)

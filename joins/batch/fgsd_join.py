@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec, prefixed
 from joins.batch.sql_conf import sql_conf
+from joins.declarations import BatchAlgorithm, Param
 
 _PART = "_fgsd_part"
 
@@ -199,3 +200,14 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
         "est_mean_partition_load": sum(per_partition) / parts,
     }
     return JoinResult(out, extra=extra, sql_conf=conf)
+
+
+FGSD_JOIN = BatchAlgorithm(
+    "fgsd_join", "amjoin",
+    "FGSD-Join: sampled cross-relation histogram, load-balanced key ranges", run, {
+        "sample_factor": Param(10, "records sampled per relation: this many times the "
+                                   "partition count"),
+        "fine_factor": Param(4, "key ranges cut per partition before they are packed onto "
+                                "partitions"),
+        "output_weight": Param(1.0, "weight of the estimated output pairs in a key's load"),
+    })

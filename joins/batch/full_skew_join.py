@@ -33,8 +33,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec, prefixed
-from joins.batch.hot_keys import HotKeyParams, key_counts, top_hot_keys
+from joins.batch.hot_keys import HOT_THRESHOLD, HotKeyParams, key_counts, top_hot_keys
 from joins.batch.sql_conf import sql_conf
+from joins.declarations import BatchAlgorithm
 
 
 def assign_high_side(hot_l: dict, hot_r: dict) -> tuple[set, set]:
@@ -140,3 +141,9 @@ def run(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) ->
         "broadcast_bytes": float(broadcast_rows * record_bytes),
     }
     return JoinResult(out, extra=extra, sql_conf=conf)
+
+
+FULL_SKEW_JOIN = BatchAlgorithm(
+    "full_skew_join", "amjoin",
+    "Full-SkewJoin (PRPD family): hot keys round-robin + broadcast, rest hashed",
+    run, HOT_THRESHOLD)

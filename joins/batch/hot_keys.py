@@ -30,6 +30,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from joins.declarations import Param
+
 
 @dataclass(frozen=True)
 class HotKeyParams:
@@ -37,6 +39,23 @@ class HotKeyParams:
     max_keys: int = 1000  # |κ|max
     method: str = "exact"
     capacity: int | None = None  # Space-Saving counters per summary
+
+
+# the hot-key parameters (AM-Join paper; also Full-SkewJoin's threshold), declared once
+HOT_THRESHOLD = {
+    "hot_threshold": Param(100, "τ: a key with at least this many records in a relation is hot"),
+    "max_hot_keys": Param(1000, "|κ|max: at most this many hot keys per relation (the most "
+                                "frequent)"),
+}
+HOT_KEY_PARAMS = {
+    **HOT_THRESHOLD,
+    "hot_key_method": Param("exact", "how hot keys are found: exact (a Spark count) or "
+                                     "space_saving (the paper's heavy-hitter summary, estimated "
+                                     "frequencies)"),
+    "hh_capacity": Param(None, "counters of the Space-Saving summary "
+                               "(hot_key_method=space_saving); none means 10 x max_hot_keys",
+                         int | None),
+}
 
 
 def hot_params(params: Mapping[str, Any]) -> HotKeyParams:

@@ -35,6 +35,7 @@ from pyspark.sql.types import StructField, StructType
 from joins.api import BatchContext, JoinResult, JoinSpec
 from joins.batch import amjoin_common as C
 from joins.batch.sql_conf import sql_conf
+from joins.declarations import ALL_JOIN_TYPES, BatchAlgorithm
 
 
 @dataclass
@@ -153,3 +154,9 @@ def ib_join(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec
             ctx, left, right, spec.on, large_is_left=True,
             keep_large=spec.how in ("left", "full"), keep_small=spec.how in ("right", "full"))
     return JoinResult(out, extra={k: float(v) for k, v in stats.__dict__.items()}, sql_conf=conf)
+
+
+IB_JOIN = BatchAlgorithm(
+    "ib_join", "amjoin",
+    "Index-Broadcast-Join family (right relation indexed); right/full = IB-FO",
+    ib_join, {}, ALL_JOIN_TYPES)

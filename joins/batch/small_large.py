@@ -34,10 +34,21 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinSpec, prefixed
+from joins.declarations import Derived, Param
 
 # Per-item sizes (bytes) of the paper's cost formulas (Table 1), when ctx.params gives none.
 DEFAULT_ID_BYTES = 8  # m_id: a 64-bit record id
 DEFAULT_RECORD_BYTES = 100  # m_S: the record size of the paper's Fig. 9 workload
+
+# the Small-Large outer joins' parameters (DER, DDR)
+SMALL_LARGE_PARAMS = {
+    "small_side": Param("right", "which input is the small relation: right or left"),
+    "id_bytes": Param(Derived("DEFAULT_ID_BYTES"), "bytes of a record id in the cost formulas "
+                                                   "(Table 1)", float),
+    "small_record_bytes": Param(Derived("ctx.record_bytes"), "bytes of a small-relation record "
+                                                             "in the cost formulas; none means "
+                                                             "record_bytes", float),
+}
 
 
 @dataclass(frozen=True)

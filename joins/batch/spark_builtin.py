@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from joins.api import BatchContext, JoinResult, JoinSpec, prefixed
+from joins.declarations import ALL_JOIN_TYPES, BatchAlgorithm, Param
 
 _HOW = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}
 
@@ -94,3 +95,30 @@ def broadcast_join(ctx: BatchContext, left: DataFrame, right: DataFrame,
     out = _plain_join(left, right, spec, hint="broadcast", side=side)
     conf = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": ctx.partitions}
     return JoinResult(out, sql_conf=conf)
+
+
+# Spark's adaptive execution settings (Spark3-Join and its no-skew variant)
+AQE_PARAMS = {
+    "skewed_partition_factor": Param(5.0, "Spark AQE: a partition this many times the median "
+                                          "is skewed"),
+    "skewed_partition_threshold_bytes": Param("1MB", "Spark AQE: and larger than this (e.g. "
+                                                     "1MB) to be split"),
+    "advisory_partition_bytes": Param("256KB", "Spark AQE: target size of a split or coalesced "
+                                               "partition"),
+    "auto_broadcast_bytes": Param("-1", "Spark: broadcast a side smaller than this (-1: "
+                                        "never)"),
+}
+
+HASH_JOIN = BatchAlgorithm("hash_join", "amjoin", "Shuffle hash join, adaptive execution off",
+                           hash_join, {}, ALL_JOIN_TYPES)
+SPARK3_JOIN = BatchAlgorithm(
+    "spark3_join", "amjoin",
+    "Spark's join with adaptive execution and skew-join handling on",
+    spark3_join, AQE_PARAMS, ALL_JOIN_TYPES)
+SPARK_AQE_NO_SKEW = BatchAlgorithm(
+    "spark_aqe_no_skew", "amjoin", "Adaptive execution on, skew-join split off",
+    spark_aqe_no_skew, AQE_PARAMS, ALL_JOIN_TYPES)
+BROADCAST_JOIN = BatchAlgorithm(
+    "broadcast_join", "amjoin",
+    "Broadcast the smaller relation (the right one for inner joins)",
+    broadcast_join, {}, ("inner", "left", "right"))

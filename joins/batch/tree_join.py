@@ -53,6 +53,7 @@ from pyspark.sql.types import ArrayType
 from joins.api import BatchContext, JoinResult, JoinSpec
 from joins.batch import amjoin_common as C
 from joins.batch.hot_keys import (
+    HOT_KEY_PARAMS,
     get_hot_keys_of,
     hot_keys_frame,
     hot_params,
@@ -63,6 +64,7 @@ from joins.batch.hot_keys import (
     sublists_col,
 )
 from joins.batch.sql_conf import sql_conf
+from joins.declarations import ALL_JOIN_TYPES, BatchAlgorithm, Param
 
 _K, _T, _L1, _L2, _SELF = "_k", "_t", "_L1", "_L2", "_self"
 _IDX = [_K, _T, _L1, _L2, _SELF]
@@ -538,3 +540,27 @@ def tree_join_basic(ctx: BatchContext, left: DataFrame, right: DataFrame,
 def tree_join(ctx: BatchContext, left: DataFrame, right: DataFrame, spec: JoinSpec) -> JoinResult:
     """treeJoin (Alg. 6): keys hot in both relations are unraveled instead of grouped."""
     return _run(ctx, left, right, spec, basic=False)
+
+
+# Tree-Join's parameters (also AM-Join's, which runs Tree-Join on the keys hot in both)
+TREE_PARAMS = {
+    **HOT_KEY_PARAMS,
+    "coalesce_maps": Param(True, "run the unraveling's and chunking's map sides as E tasks "
+                                 "(one wave) instead of one per input partition"),
+    "canonical_order": Param(True, "sort each output pair's record lists so outputs are "
+                                   "deterministic"),
+    "sublist_ids": Param("position", "how a hot key's records are split into sub-lists: by "
+                                     "input position (deterministic for cached inputs) or by "
+                                     "record content"),
+    "self_join_diagonal": Param(True, "in a self-join, pair a record with itself (n² pairs per "
+                                      "key); false gives the other reading, n(n-1)/2"),
+}
+
+TREE_JOIN_BASIC = BatchAlgorithm(
+    "tree_join_basic", "amjoin",
+    "Tree-Join-Basic: multi-stage chunking of hot keys, whole keys grouped first",
+    tree_join_basic, TREE_PARAMS, ALL_JOIN_TYPES)
+TREE_JOIN = BatchAlgorithm(
+    "tree_join", "amjoin",
+    "Tree-Join: keys hot in both relations unraveled, no task holds a whole hot key",
+    tree_join, TREE_PARAMS, ALL_JOIN_TYPES)

@@ -14,18 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from joins.declarations import Param
 
-@dataclass(frozen=True)
-class Param:
-    """One operator parameter (``name=`` on the stream CLI, a keyword of ``run_stream``)."""
-
-    default: Any
-    meaning: str
-    type: Any = None  # what the CLI converts a value to; None: the default's type
-
-    @property
-    def kind(self) -> Any:
-        return self.type if self.type is not None else type(self.default)
+__all__ = ["Operator", "Param", "Run", "RUN_FACTS"]
 
 
 @dataclass(frozen=True)
