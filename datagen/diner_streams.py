@@ -3,7 +3,7 @@
 Each relation has ``n_r`` (``n_s``) tuples with a join key and an arrival time: exponential
 gaps of rate ``lam`` per time unit (the paper's lambda = 0.1), so the two relations arrive
 interleaved in time. Keys: ``zipf`` on the integers [1, ``domain``] with exponent ``s`` (value
-1 the most frequent; the paper: [1, 999], s = 1..5), or ``normal`` with ``mean`` and
+1 the most frequent; s = 0 is uniform; the paper: [1, 999], s = 1..5), or ``normal`` with ``mean`` and
 ``variance`` rounded to integers (S's mean and variance are R's plus ``mean_shift`` and
 ``variance_shift``: the paper's Figs 11-12); with ``periods`` > 1 each successive share
 1/periods of a relation's tuples has its mean moved by ``period_shift`` more than the last
@@ -61,7 +61,7 @@ class Params:
     def __post_init__(self) -> None:
         check(self.n_r >= 0 and self.n_s >= 0, "n_r and n_s must be >= 0")
         check(self.keys in ("zipf", "normal"), f"keys must be zipf or normal, got {self.keys!r}")
-        check(self.s > 0 and self.domain >= 1, "s must be > 0 and domain >= 1")
+        check(self.s >= 0 and self.domain >= 1, "s must be >= 0 and domain >= 1")
         check(self.variance > 0 and self.variance + self.variance_shift > 0,
               "variances must be > 0")
         check(self.lam > 0, f"lam must be > 0, got {self.lam}")

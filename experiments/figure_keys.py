@@ -49,6 +49,8 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                            "memory_cliff", "throughput_within_millions", "aggregation",
                            "punctuation_every",
                            "dataset"),
+    "arena": _keys("units", "memory_share", "resources", "tick", "single_site", "time_unit_ms",
+                   "paper_ms", "baseline_buckets", "operator_params", "disk_cost_factor"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")

@@ -226,7 +226,7 @@ def config_hash(figure: dict, scale: str, seed: int, series: str | None = None) 
     keep = {k: v for k, v in figure.items() if k not in ("targets", "plot", "paper_values",
                                                            "description", "headline", "choices",
                                                            "series", "x", "runs_of",
-                                                           "seed_replicates")}
+                                                           "seed_replicates", "decision")}
     keep["x"] = {k: v for k, v in figure.get("x", {}).items()
                  if k not in ("values", "values_by_scale", "label")}
     if series is not None:

@@ -50,6 +50,8 @@ class FigureConfig:
     paper_values: list[Any] = field(default_factory=list)  # overlay: the paper's numbers
     choices: dict[str, Any] = field(default_factory=dict)  # ambiguities resolved, with reasons
     targets: list[Any] = field(default_factory=list)
+    # beyond the papers (the arena): the report's decision table (experiments.decision_table)
+    decision: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -37,15 +37,20 @@ class Comparison:
     workers: str = "executors"
 
 
-def multiset_mismatch(output: str | Path, left: str | Path, right: str | Path, on: str,
+def multiset_mismatch(output: str | Path | pd.DataFrame, left, right, on: str,
                       how: str) -> tuple[int, int]:
     """(rows DuckDB's join has that ``output`` lacks, rows ``output`` has in excess), counted
     with multiplicity (EXCEPT ALL, where nulls compare equal) on the oracle's columns (an
-    output's own extra columns, e.g. the online engine's ``phase``, are not compared)."""
+    output's own extra columns, e.g. the online engine's ``phase``, are not compared).
+    ``output``: a folder of Parquet files or a frame; ``left``, ``right``: paths or frames."""
     from joins.oracle import oracle_join_sql
 
     con, select = oracle_join_sql(left, right, on, how)
-    mine = "read_parquet('{}')".format(str(Path(output) / "*.parquet").replace("'", "''"))
+    if isinstance(output, pd.DataFrame):
+        con.register("_output_rows", output)
+        mine = "_output_rows"
+    else:
+        mine = "read_parquet('{}')".format(str(Path(output) / "*.parquet").replace("'", "''"))
     cols = ", ".join(f'"{c}"' for c in con.sql(f"SELECT * FROM ({select}) LIMIT 0").columns)
 
     def count(a: str, b: str) -> int:

@@ -24,6 +24,7 @@ KINDS: dict[str, str] = {
     "single_site_join": "experiments.kinds.single_site:run_point",
     "dcape_join": "experiments.kinds.dcape:run_point",
     "bistream_join": "experiments.kinds.bistream:run_point",
+    "arena": "experiments.kinds.arena:run_point",
 }
 
 # The join-registry kind (joins.registry) of the algorithm each series of a figure of this
@@ -35,6 +36,7 @@ ALGORITHM_KINDS: dict[str, str] = {
     "single_site_join": "online",
     "dcape_join": "online",
     "bistream_join": "online",
+    "arena": "online",
 }
 
 # An online run's micro-batches (or ticks) where no decision can fall share one Spark step
