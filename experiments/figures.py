@@ -18,8 +18,23 @@ def figure_ids(paper: str | None = None) -> list[str]:
     return [i for i in ids if paper is None or i.split("/")[0] == paper]
 
 
-def papers() -> list[str]:
+# Figure families that reproduce no paper (issue 40's arena: every online operator on the same
+# streams): make targets like a paper's, a REPORT.md section of their own, no claims counted.
+BEYOND_PAPERS = ("arena",)
+
+
+def families() -> list[str]:
+    """Every figure family (a folder of conf/figure/): the papers and those beyond them."""
     return sorted({i.split("/")[0] for i in figure_ids()})
+
+
+def papers() -> list[str]:
+    return [f for f in families() if f not in BEYOND_PAPERS]
+
+
+def beyond_papers(figure_id: str) -> bool:
+    """Whether a figure reproduces no paper (its family is in :data:`BEYOND_PAPERS`)."""
+    return figure_id.split("/")[0] in BEYOND_PAPERS
 
 
 def load_figure(figure_id: str, scale: str = "small") -> dict:
@@ -63,16 +78,18 @@ def headline_ids() -> list[str]:
 
 
 def select(name: str) -> list[str]:
-    """A figure id, a paper short name, 'all' or 'headline' -> figure ids."""
+    """A figure id, a paper short name (or a family beyond the papers, e.g. arena), 'all' or
+    'headline' -> figure ids."""
     if name == "all":
         return figure_ids()
     if name == "headline":
         return headline_ids()
-    if name in papers():
+    if name in families():
         return figure_ids(name)
     if name in figure_ids():
         return [name]
     raise KeyError(f"unknown figure or paper {name!r}; papers: {', '.join(papers())}; "
+                   f"beyond the papers: {', '.join(BEYOND_PAPERS)}; "
                    f"figures: {', '.join(figure_ids())}")
 
 

@@ -28,7 +28,15 @@ from experiments.figure_spec import (
     x_label,
     x_numeric,
 )
-from experiments.figures import chart_base, draw_charts, figure_ids, load_figure, results_id
+from experiments.figures import (
+    BEYOND_PAPERS,
+    beyond_papers,
+    chart_base,
+    draw_charts,
+    figure_ids,
+    load_figure,
+    results_id,
+)
 from experiments.results import Point, read_results
 from experiments.targets import CAUSES, VERDICTS, SecondScale, cause_class, evaluate
 from runtime.paths import ROOT
@@ -239,6 +247,46 @@ def _findings(figure: dict) -> list[str]:
             *[f"- **{tid}**: {text}" for tid, text in found], ""]
 
 
+def beyond_section(figure_id: str, scale: str, results: pd.DataFrame) -> list[str]:
+    """A figure beyond the papers (the arena): its chart, its points and their exactness
+    against DuckDB, its equal-resources rule, its decision table and where the sensitivity
+    rule changes a best; no targets, nothing counted in the papers' claims."""
+    from experiments.decision_table import decision_table, markdown, sensitivity_changes
+
+    figure = load_figure(figure_id, scale)
+    lines = [f"## {figure_id}: {figure['title']} (beyond the papers)", "",
+             f"_{_cell(figure.get('description', '')).strip()}_", ""]
+    if results.empty:
+        return [*lines, f"No results at scale={scale} yet (`make reproduce-"
+                        f"{figure_id.replace('/', '-')}`).", ""]
+    png = chart_base(figure_id, scale).with_suffix(".png")
+    if png.exists():
+        lines += [f"![{figure_id}]({png.relative_to(ROOT)})", ""]
+    points = results.groupby("point_id")["status"].first()
+    exact = results[results.metric == "exact"]
+    lines += [f"{len(points)} points ({', '.join(f'{n} {s}' for s, n in points.value_counts().items())}); "
+              f"checked against DuckDB as a multiset: {int((exact.value == 1).sum())} exact, "
+              f"{int((exact.value != 1).sum())} not; commit "
+              f"{', '.join(sorted(results.git_commit.dropna().unique()))}; calibration "
+              f"{', '.join(results.calibration_id.dropna().unique())}.", ""]
+    stale = stale_points(figure, results)
+    if stale:
+        lines += [f"**{len(stale)} stale point(s)** ({', '.join(stale)}).", ""]
+    missing = missing_points(figure, results, scale)
+    if missing:
+        lines += [f"**{len(missing)} point(s) not run** at scale={scale}.", ""]
+    lines += _choices(figure)
+    lines += ["**Decision table** (per cell and metric: the best operator by its mean over the "
+              "seeds, its margin over the second, and whether every seed has the same best)",
+              "", *markdown(figure, decision_table(figure, results)), ""]
+    changes = sensitivity_changes(figure, results)
+    if any((s or {}).get("sensitivity") for s in figure["series"].values()):
+        lines += ["**Sensitivity** (the series marked so, seed 0, in place of their primary "
+                  "runs): " + ("; ".join(changes) + "." if changes else
+                               "no best of the decision table changes."), ""]
+    return lines
+
+
 # of the not-met times and rates, those whose figure has not run at the second scale yet
 SECOND_NOT_RUN = "second scale not run"
 # of the met and not-met claims, those within 20% of their threshold judged on one seed (rule 3)
@@ -293,7 +341,11 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     papers: dict[str, Counter] = {}
+    beyond = []
     for fid in figure_ids():
+        if beyond_papers(fid):  # its own section, after the papers; no claims counted
+            beyond += beyond_section(fid, scale, results[fid])
+            continue
         lines, tally = figure_section(fid, scale, results[fid])
         body += lines
         papers.setdefault(fid.split("/")[0], Counter()).update(tally)
@@ -331,6 +383,11 @@ def main(argv: list[str]) -> int:
         "|---|" + "---|" * (len(VERDICTS) + 4),
         *summary, "",
     ]
+    if beyond:
+        body += [f"# Beyond the papers: {', '.join(BEYOND_PAPERS)}", "",
+                 "These figures reproduce no paper: every online operator of the four online "
+                 "papers meets the same streams under one equal-resources rule (issue 40). They "
+                 "check no claim and are counted in none of the tables above.", "", *beyond]
     tmp = out.with_suffix(".tmp")
     tmp.write_text("\n".join(header + body) + "\n")
     tmp.replace(out)

@@ -106,7 +106,8 @@ def _block_counts(m: pd.DataFrame, tups_per_block: int) -> tuple[pd.Series, pd.S
 
 def arena_costs(m: pd.DataFrame, cost, tups_per_block: int) -> pd.DataFrame:
     """Per (micro-batch, unit) row: each term's modeled seconds (:data:`TERMS`) and their sum
-    ``cost``; the counts ``disk_written`` and ``disk_read`` (all operators alike)."""
+    ``cost``; the counts ``disk_written_tuples`` and ``disk_read_tuples`` (all operators
+    alike)."""
     written, read = _block_counts(m, tups_per_block)
 
     def col(name: str) -> pd.Series:
@@ -122,7 +123,8 @@ def arena_costs(m: pd.DataFrame, cost, tups_per_block: int) -> pd.DataFrame:
     terms = pd.DataFrame({name: sum(float(getattr(cost, c)) * counts[n] for c, n in parts)
                           for name, parts in TERMS.items()}, index=m.index)
     terms["cost"] = terms.sum(axis=1)
-    terms["disk_written"], terms["disk_read"] = counts["disk_written"], counts["disk_read"]
+    terms["disk_written_tuples"] = counts["disk_written"]
+    terms["disk_read_tuples"] = counts["disk_read"]
     return terms
 
 
@@ -175,8 +177,8 @@ def arena_metrics(m: pd.DataFrame, cost, *, expected: int, budget: int, total: i
                               / max(1, total), "tuples per input tuple"),
         "load_max_mean": (float(work.max() / work.mean()) if work.mean() > 0 else 1.0,
                           "max / mean unit work"),
-        "disk_written_tuples": (float(terms["disk_written"].sum()), "tuples"),
-        "disk_read_tuples": (float(terms["disk_read"].sum()), "tuples"),
+        "disk_written_tuples": (float(terms["disk_written_tuples"].sum()), "tuples"),
+        "disk_read_tuples": (float(terms["disk_read_tuples"].sum()), "tuples"),
         "output_rows": (outputs, "rows"),
     }
     for name in TERMS:  # where each run's modeled time went (the slowest unit of each batch)

@@ -1,0 +1,85 @@
+"""The arena's decision table (beyond the papers): the best operator per cell and metric on the
+seeds, its margin over the second, ties, "unstable" where the seeds disagree, the "why" from
+the counts, and the sensitivity rule's changes; REPORT.md gives it a section of its own."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from experiments.decision_table import decision_table, markdown, sensitivity_changes
+from experiments.figure_spec import with_seed_replicates
+
+FIGURE = with_seed_replicates({
+    "id": "arena/test", "x": {"name": "z"},
+    "series": {"a": {"algorithm": "a", "label": "A"}, "b": {"algorithm": "b", "label": "B"},
+               "c": {"algorithm": "c", "label": "C"}, "yard": {"algorithm": "y"},
+               "c_per_unit": {"algorithm": "c", "label": "C, M / J", "sensitivity": True,
+                              "overrides": {"run.resources": "equal_per_unit"}}},
+    "seed_replicates": [{"series": ["a", "b", "c", "yard"], "seeds": [1, 2],
+                         "set": ["workload.params.seed"]}],
+    "decision": {"exclude": ["yard"], "metrics": [
+        {"metric": "time", "better": "lower", "why": "time_terms"},
+        {"metric": "share", "better": "higher", "margin": "difference", "why": ["after"]},
+        {"metric": "load", "better": "lower", "among": "distributed", "why": ["after"]}]},
+})
+
+
+def _rows(values: dict[tuple[str, float], dict[str, float]]) -> pd.DataFrame:
+    """Result rows (scalar metrics, status ok) from {(series, x): {metric: value}}."""
+    out = []
+    for (series, x), metrics in values.items():
+        for metric, v in metrics.items():
+            out.append({"series": series, "x": x, "x_label": f"{x:g}", "metric": metric,
+                        "value": float(v), "t": np.nan, "status": "ok", "seed": 0})
+    return pd.DataFrame(out)
+
+
+def _point(time, share=1.0, load=1.0, units=4, probe=0.0, output=0.0, after=0.0):
+    return {"time": time, "share": share, "load": load, "units": units,
+            "time_term_probe": probe, "time_term_output": output, "after": after}
+
+
+def test_a_stable_best_with_its_margin_and_why_and_an_unstable_cell():
+    vals = {}
+    for suffix in ("", "_seed1", "_seed2"):  # x = 0: A wins on every seed, B second
+        vals[(f"a{suffix}", 0.0)] = _point(1.0, probe=0.2, output=0.8)
+        vals[(f"b{suffix}", 0.0)] = _point(1.5, probe=0.7, output=0.8)
+        vals[(f"c{suffix}", 0.0)] = _point(3.0, share=0.5, units=1, after=40)
+        vals[(f"yard{suffix}", 0.0)] = _point(0.1)  # excluded: never the best
+    # x = 1: A best on seeds 0 and 1, B on seed 2: unstable
+    for suffix, ta, tb in (("", 1.0, 1.2), ("_seed1", 1.0, 1.3), ("_seed2", 1.4, 1.1)):
+        vals[(f"a{suffix}", 1.0)] = _point(ta, load=2.0)
+        vals[(f"b{suffix}", 1.0)] = _point(tb, load=1.5)
+        vals[(f"c{suffix}", 1.0)] = _point(5.0, units=1)
+    cells = {(c.x, c.metric): c for c in decision_table(FIGURE, _rows(vals))}
+    t0 = cells[(0.0, "time")]
+    assert (t0.best, t0.second, t0.stable, t0.seeds) == ("a", "b", True, 3)
+    assert t0.margin == np.float64(0.5)  # B takes 1.5x A's time: +50%
+    assert "probe" in t0.why and "A" in t0.why and "B" in t0.why  # the term that differs most
+    t1 = cells[(1.0, "time")]
+    assert t1.best == "a" and not t1.stable  # mean 1.133 against B's 1.2; seed 2 says B
+    assert t1.per_seed_best == {0: ["a"], 1: ["a"], 2: ["b"]}
+    s0 = cells[(0.0, "share")]  # A and B tie at 1.0; C's 0.5 is third
+    assert s0.best == "a" and s0.tied == ["b"]
+    assert cells[(1.0, "load")].best == "b"  # among distributed: C's single site not ranked
+    text = "\n".join(markdown(FIGURE, list(cells.values())))
+    assert "**unstable**: seed 0: A; seed 1: A; seed 2: B" in text
+    assert "50.0% over B" in text and "tie (2 operators)" in text
+    assert "stable (3 seeds)" in text and "yard" not in text
+
+
+def test_the_sensitivity_rule_changes_a_best_where_it_does():
+    vals = {("a", 0.0): _point(2.0), ("b", 0.0): _point(3.0), ("c", 0.0): _point(2.5, units=1),
+            ("c_per_unit", 0.0): _point(1.0, units=1)}
+    changes = sensitivity_changes(FIGURE, _rows(vals))
+    assert changes == ["z = 0, time: A under the primary rule, C under the sensitivity rule"]
+    vals[("c_per_unit", 0.0)] = _point(4.0, units=1)
+    assert sensitivity_changes(FIGURE, _rows(vals)) == []
+
+
+def test_the_report_keeps_the_arena_out_of_the_papers_claims():
+    from experiments.figures import beyond_papers, papers, select
+
+    assert "arena" not in papers() and beyond_papers("arena/skew")
+    assert "arena/skew" in select("arena") and "arena/skew" in select("all")
