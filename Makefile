@@ -11,7 +11,8 @@ SCALE ?= small
 SPARK ?= local
 ARGS ?=
 
-# Per-figure and per-paper targets are derived from conf/figure/, never written by hand.
+# Per-figure and per-paper targets are derived from conf/figure/, never written by hand (a
+# family beyond the papers, conf/figure/arena/, gets its targets the same way: reproduce-arena).
 FIGURES := $(sort $(patsubst conf/figure/%.yaml,%,$(wildcard conf/figure/*/[!_]*.yaml)))
 PAPERS := $(sort $(foreach f,$(FIGURES),$(firstword $(subst /, ,$(f)))))
 FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
@@ -24,6 +25,7 @@ PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))
 help:
 	@echo "make reproduce             headline figures at SCALE=$(SCALE) on SPARK=$(SPARK)"
 	@echo "make reproduce-<paper>     every figure of a paper: $(PAPERS)"
+	@echo "                           (arena: beyond the papers, every online operator on the same streams)"
 	@echo "make reproduce-<p>-<fig>   one figure (make list shows them)"
 	@echo "make reproduce-all         every figure of every paper"
 	@echo "make list                  the figures;  make report  REPORT.md from results/;  make readme  its figure table"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from experiments.figures import figure_ids, load_figure, results_id
+from experiments.figures import beyond_papers, figure_ids, load_figure, results_id
 from experiments.report import missing_points, second_scale_of
 from experiments.results import read_results
 from experiments.targets import evaluate
@@ -53,6 +53,8 @@ def figure_table(results_root: str = "results") -> str:
             for kind in ("unstable", "scale-sensitive", "by construction"):
                 if kind in verdicts:
                     verdict += f", {verdicts.count(kind)} {kind}"
+        if beyond_papers(fid):  # no claims: REPORT.md's decision table instead
+            verdict = "beyond the papers: decision table in REPORT.md"
         star = " ★" if fig.get("headline") else ""
         lines.append(f"| `{fid}`{star} | {fig['title']} | `make reproduce-{fid.replace('/', '-')}` "
                      f"| {status} | {wall} | {verdict} |")

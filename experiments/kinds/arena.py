@@ -79,7 +79,8 @@ def is_single_site(algorithm: str, params: dict) -> bool:
 
 
 def unit_budget(resources: str, total_memory: int, units: int, single_site: bool) -> int:
-    """One unit's memory in tuples under the equal-resources rule (see the module)."""
+    """One unit's memory in tuples under the equal-resources rule (see the module): ``units``
+    is J, the distributed operators' units, whether this operator is distributed or not."""
     if resources not in RESOURCES:
         raise ValueError(f"run.resources must be one of {', '.join(RESOURCES)}, got "
                          f"{resources!r}")
@@ -215,7 +216,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         **(run.get("single_site") or {}), **own}}, algorithm, frames) if single else own
     units = 1 if single else int(run["units"])
     memory = int(round(float(run["memory_share"]) * total))
-    budget = unit_budget(run.get("resources", "equal_total"), memory, units, single)
+    budget = unit_budget(run.get("resources", "equal_total"), memory, int(run["units"]), single)
     cost = cost_model(pc.calibration, run)
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
         res = run_stream(spark, r=frames["R"], s=frames["S"], on="key", operator=algorithm,
