@@ -32,10 +32,10 @@ class Cell:
     x_label: str
     metric: str
     best: str  # the best operator's series (ties: the first in the figure's order)
-    second: str | None
+    second: str | None  # the best of the operators not tied with the best
     best_value: float
     second_value: float
-    margin: float  # see the module; 0 for a tie
+    margin: float  # over the second (see the module)
     margin_kind: str
     stable: bool
     seeds: int
@@ -88,7 +88,7 @@ def _margin(best: float, second: float, better: str, kind: str) -> float:
 def _why(figure: dict, spec: dict, wide: pd.DataFrame, best: str, second: str | None) -> str:
     """One sentence from the counts (means over the seeds) of the best and the second."""
     if second is None:
-        return "the only operator with a result"
+        return "every operator ranked has the same value"
     why = spec.get("why") or []
     b, s = _label(figure, best), _label(figure, second)
     if why == "time_terms":
@@ -100,7 +100,8 @@ def _why(figure: dict, spec: dict, wide: pd.DataFrame, best: str, second: str | 
         name = term.removeprefix("time_term_").replace("_", " ")
         return (f"the largest difference of the time model's terms is {name}: "
                 f"{wide.loc[best, term]:.3g} modeled s for {b} against "
-                f"{wide.loc[second, term]:.3g} for {s} (the slowest unit of each tick)")
+                f"{wide.loc[second, term]:.3g} for {s} (the slowest unit of each tick, whole "
+                f"run)")
     parts = [f"{m.replace('_', ' ')} {_fmt(wide.loc[best, m])} against {_fmt(wide.loc[second, m])}"
              for m in why if m in wide.columns]
     return f"{b} vs {s}: " + "; ".join(parts) if parts else ""
@@ -141,7 +142,9 @@ def decision_table(figure: dict, results: pd.DataFrame, sensitivity: bool = Fals
             ranked = sorted(cand, key=lambda s: (sign * means[s], order.index(s)))
             best = ranked[0]
             tied = [s for s in ranked[1:] if _tied(means[s], means[best])]
-            second = ranked[1] if len(ranked) > 1 else None
+            # the second: the best of the operators not tied with the best
+            rest = [s for s in ranked[1:] if s not in tied]
+            second = rest[0] if rest else None
             per_seed = {}
             for rep, block in wide_seed.loc[wide_seed.index.get_level_values("base")
                                             .isin(cand), metric].groupby(level="rep"):
@@ -163,13 +166,14 @@ def decision_table(figure: dict, results: pd.DataFrame, sensitivity: bool = Fals
 
 
 def _margin_text(cell: Cell) -> str:
+    tie = f"tie ({len(cell.tied) + 1} operators)" if cell.tied else ""
     if cell.second is None:
-        return "–"
-    if cell.tied:
-        return f"tie ({len(cell.tied) + 1} operators)"
+        return tie or "–"
     if cell.margin_kind == "difference":
-        return f"+{cell.margin:.3g}"
-    return "∞" if np.isinf(cell.margin) else f"{100 * cell.margin:.1f}%"
+        margin = f"+{cell.margin:.3g}"
+    else:
+        margin = "∞" if np.isinf(cell.margin) else f"{100 * cell.margin:.1f}%"
+    return f"{tie}, {margin}" if tie else margin
 
 
 def markdown(figure: dict, cells: list[Cell]) -> list[str]:
@@ -184,7 +188,7 @@ def markdown(figure: dict, cells: list[Cell]) -> list[str]:
         best = _label(figure, c.best)
         if c.tied:
             best += " (tied: " + ", ".join(_label(figure, s) for s in c.tied) + ")"
-        second = f" over {_label(figure, c.second)}" if c.second and not c.tied else ""
+        second = f" over {_label(figure, c.second)}" if c.second else ""
         if c.stable:
             seeds = f"stable ({c.seeds} seeds)"
         else:

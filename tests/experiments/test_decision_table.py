@@ -60,12 +60,12 @@ def test_a_stable_best_with_its_margin_and_why_and_an_unstable_cell():
     t1 = cells[(1.0, "time")]
     assert t1.best == "a" and not t1.stable  # mean 1.133 against B's 1.2; seed 2 says B
     assert t1.per_seed_best == {0: ["a"], 1: ["a"], 2: ["b"]}
-    s0 = cells[(0.0, "share")]  # A and B tie at 1.0; C's 0.5 is third
-    assert s0.best == "a" and s0.tied == ["b"]
+    s0 = cells[(0.0, "share")]  # A and B tie at 1.0; C's 0.5 is the second, 0.5 behind
+    assert (s0.best, s0.tied, s0.second, s0.margin) == ("a", ["b"], "c", 0.5)
     assert cells[(1.0, "load")].best == "b"  # among distributed: C's single site not ranked
     text = "\n".join(markdown(FIGURE, list(cells.values())))
     assert "**unstable**: seed 0: A; seed 1: A; seed 2: B" in text
-    assert "50.0% over B" in text and "tie (2 operators)" in text
+    assert "50.0% over B" in text and "tie (2 operators), +0.5 over C" in text
     assert "stable (3 seeds)" in text and "yard" not in text
 
 
