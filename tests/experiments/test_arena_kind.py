@@ -12,13 +12,8 @@ import pytest
 
 from experiments.figures import load_figure
 from experiments.kinds import PointContext
-from experiments.kinds.arena import (
-    arena_metrics,
-    is_single_site,
-    run_point,
-    time_to,
-    unit_budget,
-)
+from experiments.kinds.arena import run_point
+from joins.arena import arena_metrics, is_single_site, time_to, unit_budget
 
 
 def test_single_site_is_read_from_the_operators_declaration():
