@@ -172,7 +172,7 @@ def _margin_text(cell: Cell) -> str:
     if cell.margin_kind == "difference":
         margin = f"+{cell.margin:.3g}"
     else:
-        margin = "∞" if np.isinf(cell.margin) else f"{100 * cell.margin:.1f}%"
+        margin = "∞" if np.isinf(cell.margin) else f"{100 * cell.margin:.3g}%"
     return f"{tie}, {margin}" if tie else margin
 
 

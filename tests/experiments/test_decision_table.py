@@ -65,7 +65,7 @@ def test_a_stable_best_with_its_margin_and_why_and_an_unstable_cell():
     assert cells[(1.0, "load")].best == "b"  # among distributed: C's single site not ranked
     text = "\n".join(markdown(FIGURE, list(cells.values())))
     assert "**unstable**: seed 0: A; seed 1: A; seed 2: B" in text
-    assert "50.0% over B" in text and "tie (2 operators), +0.5 over C" in text
+    assert "50% over B" in text and "tie (2 operators), +0.5 over C" in text
     assert "stable (3 seeds)" in text and "yard" not in text
 
 
