@@ -51,13 +51,19 @@ def multiset_mismatch(output: str | Path | pd.DataFrame, left, right, on: str,
         mine = "_output_rows"
     else:
         mine = "read_parquet('{}')".format(str(Path(output) / "*.parquet").replace("'", "''"))
-    cols = ", ".join(f'"{c}"' for c in con.sql(f"SELECT * FROM ({select}) LIMIT 0").columns)
-
-    def count(a: str, b: str) -> int:
-        return int(con.sql(f"SELECT count(*) FROM (SELECT {cols} FROM {a} "
-                           f"EXCEPT ALL SELECT {cols} FROM {b})").fetchone()[0])
-
-    return count(f"({select})", mine), count(mine, f"({select})")
+    names = con.sql(f"SELECT * FROM ({select}) LIMIT 0").columns
+    cols = ", ".join(f'"{c}"' for c in names)
+    # each side's distinct rows with their multiplicity, matched null-safely: the same answer
+    # as EXCEPT ALL both ways, in two hash aggregations and one hash join (EXCEPT ALL numbers
+    # every row: about 3x slower on 4.6M rows)
+    same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in names)
+    missing, extra = con.sql(
+        f"WITH a AS (SELECT {cols}, count(*) AS n FROM ({select}) GROUP BY ALL), "
+        f"b AS (SELECT {cols}, count(*) AS n FROM {mine} GROUP BY ALL) "
+        "SELECT coalesce(sum(greatest(coalesce(a.n, 0) - coalesce(b.n, 0), 0)), 0), "
+        "coalesce(sum(greatest(coalesce(b.n, 0) - coalesce(a.n, 0), 0)), 0) "
+        f"FROM a FULL OUTER JOIN b ON {same}").fetchone()
+    return int(missing), int(extra)
 
 
 def compare_batch(spark, algorithms: list, left: str, right: str, *, on: str, how: str,
