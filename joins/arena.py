@@ -126,6 +126,7 @@ def arena_metrics(m: pd.DataFrame, cost, *, expected: int, budget: int, total: i
                   tups_per_block: int) -> tuple[dict, list[dict]]:
     """The arena's metrics and its results-over-modeled-time series from a run's per-batch,
     per-unit rows ``m`` (the engine's ``metrics``, with ``phase``)."""
+    m = m.reset_index(drop=True)  # one label per row: the slowest unit is picked by label
     terms = arena_costs(m, cost, tups_per_block)
     rows = m.assign(**{c: terms[c] for c in terms.columns})
     slow = rows.loc[rows.groupby("batch")["cost"].idxmax()].sort_values("batch")
