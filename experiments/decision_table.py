@@ -190,7 +190,7 @@ def markdown(figure: dict, cells: list[Cell]) -> list[str]:
             best += " (tied: " + ", ".join(_label(figure, s) for s in c.tied) + ")"
         second = f" over {_label(figure, c.second)}" if c.second else ""
         if c.stable:
-            seeds = f"stable ({c.seeds} seeds)"
+            seeds = f"stable ({c.seeds} seed{'' if c.seeds == 1 else 's'})"
         else:
             seeds = "**unstable**: " + "; ".join(
                 f"seed {k}: {', '.join(_label(figure, s) for s in names)}"

@@ -83,3 +83,24 @@ def test_the_report_keeps_the_arena_out_of_the_papers_claims():
 
     assert "arena" not in papers() and beyond_papers("arena/skew")
     assert "arena/skew" in select("arena") and "arena/skew" in select("all")
+
+
+def test_the_arena_section_shows_exactness_and_the_decision_table():
+    from experiments.figure_spec import config_hash
+    from experiments.figures import load_figure
+    from experiments.report import beyond_section
+
+    figure = load_figure("arena/skew", "tiny")
+    rows = []
+    for series, time in (("shj", 2.0), ("diner", 1.0)):
+        for metric, v in (("modeled_time_100", time), ("exact", 1.0), ("units", 4.0)):
+            rows.append({"series": series, "x": 1.5, "x_label": "1.5", "metric": metric,
+                         "value": v, "t": np.nan, "status": "ok", "seed": 0, "scale": "tiny",
+                         "point_id": f"{series}__1.5", "git_commit": "abc",
+                         "calibration_id": "cal",
+                         "config_hash": config_hash(figure, "tiny", 0, series)})
+    text = "\n".join(beyond_section("arena/skew", "tiny", pd.DataFrame(rows)))
+    assert "(beyond the papers)" in text and "2 exact, 0 not" in text
+    assert "| 1.5 | modeled_time_100 | DINER | 1 | 100% over SHJ (Squall) | stable (1 seed) |" \
+        in text
+    assert "**Targets**" not in text  # no claims: nothing counted
