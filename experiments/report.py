@@ -342,9 +342,12 @@ def main(argv: list[str]) -> int:
         return 1
     papers: dict[str, Counter] = {}
     beyond = []
+    # after the papers, in their titles' order ("Arena 1: ...", "Arena 3: ..."); no claims
+    for fid in sorted(filter(beyond_papers, figure_ids()),
+                      key=lambda f: load_figure(f, scale)["title"]):
+        beyond += beyond_section(fid, scale, results[fid])
     for fid in figure_ids():
-        if beyond_papers(fid):  # its own section, after the papers; no claims counted
-            beyond += beyond_section(fid, scale, results[fid])
+        if beyond_papers(fid):
             continue
         lines, tally = figure_section(fid, scale, results[fid])
         body += lines
