@@ -63,18 +63,25 @@ def test_arena_metrics_of_two_units_and_a_clean_up():
         [0.0, 0.4, 0.8, 1.0]
 
 
+# the session fixture's own settings (tests/conftest.py), so that the point reuses its session
+# instead of replacing it, which would stop the session every later test holds
+SESSION = {"master": "local[2,2]", "master_env": None, "driver_memory": "2g",
+           "conf": {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}}
+
+
 @pytest.mark.parametrize("series", ["shj", "diner_per_unit", "join_biclique_cr"])
 def test_operators_meet_the_same_tiny_stream_exactly(spark, series):
     figure = copy.deepcopy(load_figure("arena/skew", "tiny"))
     figure["workload"]["sizes"]["tiny"] = {"n_r": 150, "n_s": 150, "domain": 20}
     pc = PointContext(figure=figure, series=series, x=1.5, scale="tiny", seed=0,
-                      spark_cfg={"master": spark.sparkContext.master}, calibration=None,
+                      spark_cfg=SESSION, calibration=None,
                       progress=False)
     from runtime.cost_model import load_calibration
 
     pc.calibration = load_calibration()
     out = run_point(pc)
     assert out.status == "ok", out.error
+    assert spark.sparkContext._jsc is not None and not spark.sparkContext._jsc.sc().isStopped()
     v = {k: val for k, (val, _) in out.metrics.items()}
     from datagen import materialize
     from joins.oracle import oracle_count
