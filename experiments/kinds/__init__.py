@@ -112,6 +112,16 @@ class PointOutcome:
     tasks: Any = None  # the batch tasks' exact counts behind ``stages`` (not written either)
 
 
+def point_spark(pc: PointContext) -> tuple[Any, PointOutcome]:
+    """The point's Spark session (``pc.spark_cfg``) and an "ok" outcome that records which
+    Spark ran it (version and master, the result's provenance)."""
+    from runtime.spark_session import get_spark
+
+    spark = get_spark(**pc.spark_cfg)
+    return spark, PointOutcome(status="ok", spark_version=spark.version,
+                               spark_master=spark.sparkContext.master)
+
+
 def load_kind(name: str) -> Callable[[PointContext], PointOutcome]:
     if name not in KINDS:
         raise KeyError(f"unknown experiment kind {name!r}; valid: {', '.join(sorted(KINDS))}")

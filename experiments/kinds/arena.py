@@ -43,6 +43,7 @@ from experiments.kinds import (
     PointContext,
     PointOutcome,
     point_settings,
+    point_spark,
     wall_clock_guard,
 )
 from experiments.kinds.single_site import operator_params as single_site_params
@@ -54,15 +55,12 @@ def run_point(pc: PointContext) -> PointOutcome:
     from joins.calibrated import cost_model
     from joins.compare import multiset_mismatch
     from joins.online import run_stream
-    from runtime.spark_session import get_spark
 
     s = point_settings(pc)
     wl, run, algorithm = s["workload"], s["run"], s["algorithm"]
     params = dict(wl["params"])
     params.setdefault("seed", pc.seed)
-    spark = get_spark(**pc.spark_cfg)
-    out = PointOutcome(status="ok", spark_version=spark.version,
-                       spark_master=spark.sparkContext.master)
+    spark, out = point_spark(pc)
     folder = Path(materialize(wl["generator"], params, progress=pc.progress))
     frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in ("R", "S")}
     total = sum(len(f) for f in frames.values())

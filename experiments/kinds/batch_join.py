@@ -17,6 +17,7 @@ from experiments.kinds import (
     PointContext,
     PointOutcome,
     point_settings,
+    point_spark,
     wall_clock_guard,
 )
 from experiments.kinds.batch_inputs import distributed_inputs, release_cached
@@ -27,7 +28,6 @@ from joins.oracle import oracle_count
 from joins.registry import get as get_algorithm
 from runtime.cost_model import executor_imbalance, stage_table
 from runtime.spark_metrics import TaskMetricsCapture
-from runtime.spark_session import get_spark
 
 
 def cached_value(cache: Path, field: str, compute) -> Any:
@@ -91,9 +91,7 @@ def run_point(pc: PointContext) -> PointOutcome:
 
     s = point_settings(pc)
     wl, run = s["workload"], s["run"]
-    spark = get_spark(**pc.spark_cfg)
-    out = PointOutcome(status="ok", spark_version=spark.version,
-                       spark_master=spark.sparkContext.master)
+    spark, out = point_spark(pc)
     _, gen_params = inputs(pc)
     folder = Path(materialize(wl["generator"], gen_params, spark=spark, progress=pc.progress))
     left_t, right_t = wl.get("tables", ["R", "S"])

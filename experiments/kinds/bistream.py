@@ -53,6 +53,7 @@ from experiments.kinds import (
     PointContext,
     PointOutcome,
     point_settings,
+    point_spark,
     wall_clock_guard,
 )
 from experiments.kinds.batch_join import cached_value
@@ -600,11 +601,8 @@ def _max_window_point(pc: PointContext, spark, out: PointOutcome, su: Setup) -> 
 
 def run_point(pc: PointContext) -> PointOutcome:
     from joins.calibrated import cost_model
-    from runtime.spark_session import get_spark
 
-    spark = get_spark(**pc.spark_cfg)
-    out = PointOutcome(status="ok", spark_version=spark.version,
-                       spark_master=spark.sparkContext.master)
+    spark, out = point_spark(pc)
     su = _setup(pc)
     if su.run.get("search") == "max_window":
         return _max_window_point(pc, spark, out, su)

@@ -39,6 +39,7 @@ from experiments.kinds import (
     PointContext,
     PointOutcome,
     point_settings,
+    point_spark,
     wall_clock_guard,
 )
 from experiments.kinds.query_inputs import join_count, read_query
@@ -99,16 +100,13 @@ def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from joins.calibrated import cost_model
     from joins.online import run_stream
-    from runtime.spark_session import get_spark
 
     s = point_settings(pc)
     wl, run = s["workload"], s["run"]
     factor = float(run["scale_factor"])
     params = scaled_stream_params(wl["params"], factor)
     params.setdefault("seed", pc.seed)
-    spark = get_spark(**pc.spark_cfg)
-    out = PointOutcome(status="ok", spark_version=spark.version,
-                       spark_master=spark.sparkContext.master)
+    spark, out = point_spark(pc)
     folder = Path(materialize("dcape_streams", params, progress=pc.progress))
     frames, on, edges = read_query(folder)
     tuple_bytes = float(run["tuple_bytes"])

@@ -43,6 +43,7 @@ from experiments.kinds import (
     PointContext,
     PointOutcome,
     point_settings,
+    point_spark,
     wall_clock_guard,
 )
 from joins.calibrated import cost_model
@@ -290,7 +291,6 @@ def weak_batch_size(run: dict, factor: float) -> int:
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from joins.online import run_stream
-    from runtime.spark_session import get_spark
 
     _, wl, run = _settings(pc)
     params, algorithm, factor = run["params"], run["algorithm"], run["weak_factor"]
@@ -300,9 +300,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         # the paper runs SHJ on the equi-joins only; the point is recorded as not applicable
         return PointOutcome(status="n/a", error=f"{algorithm} is an equi-join operator; "
                             f"{params.get('query')} is a band join")
-    spark = get_spark(**pc.spark_cfg)
-    out = PointOutcome(status="ok", spark_version=spark.version,
-                       spark_master=spark.sparkContext.master)
+    spark, out = point_spark(pc)
     folder = Path(materialize(*inputs(pc), spark=spark, progress=pc.progress))
     n_r, n_s = _rows(folder, "R"), _rows(folder, "S")
     total = n_r + n_s

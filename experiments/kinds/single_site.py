@@ -29,7 +29,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.kinds import PointContext, PointOutcome, point_settings, wall_clock_guard
+from experiments.kinds import (
+    PointContext,
+    PointOutcome,
+    point_settings,
+    point_spark,
+    wall_clock_guard,
+)
 from experiments.kinds.online_join import band_outputs
 from experiments.kinds.query_inputs import join_count, read_query
 
@@ -88,15 +94,12 @@ def operator_params(run: dict, algorithm: str, frames: dict[str, pd.DataFrame]) 
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from joins.online import run_stream
-    from runtime.spark_session import get_spark
 
     s = point_settings(pc)
     wl, run = s["workload"], s["run"]
     params = dict(wl["params"])
     params.setdefault("seed", pc.seed)
-    spark = get_spark(**pc.spark_cfg)
-    out = PointOutcome(status="ok", spark_version=spark.version,
-                       spark_master=spark.sparkContext.master)
+    spark, out = point_spark(pc)
     folder = Path(materialize(wl["generator"], params, progress=pc.progress))
     query = read_query(folder)
     if query is not None:  # n inputs joined along edges (MINER's chains and stars)
