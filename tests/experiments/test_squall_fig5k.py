@@ -18,7 +18,9 @@ FIG = "squall/fig5k"
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("results")
+    # the two controllers only, not their seed replicates (rule 3's, run at small scale)
     proc = subprocess.run([sys.executable, "-m", "experiments.run", f"figure={FIG}", "scale=tiny",
+                           "point.series=dynamic_exact,dynamic_sampled",
                            f"results_root={root}", "progress=false"], cwd=ROOT, text=True,
                           capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
