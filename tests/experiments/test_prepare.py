@@ -16,23 +16,28 @@ def test_prepare_lists_each_distinct_input_of_an_online_figure_once(monkeypatch,
     monkeypatch.setattr(datagen, "materialize",
                         lambda gen, params, **kw: calls.append((gen, params)) or "FOLDER")
     assert prepare.main(["figure=squall/table2", "scale=tiny"]) == 0
-    # 14 series x 2 z values at tiny, but the algorithm does not change the input: one input
-    # per query, z and skew reading (seed 0), and E_Q7's two replicate seeds: 12 inputs
+    # the series x 2 z values at tiny, but the algorithm does not change the input: one input
+    # per query, z and skew reading (seed 0), E_Q7 STATICMID's two replicate seeds and E_Q5
+    # SHJ's two (rule 3): 16 inputs
     got = sorted((g, p["query"], float(p["z"]), p["sf"], p["skew"], p["seed"]) for g, p in calls)
     want = [("squall_query", q, z, 0.002, skew, 0) for q in ("eq5", "eq7") for z in (0.0, 1.0)
             for skew in ("foreign_keys", "query_columns")]
-    want += [("squall_query", "eq7", z, 0.002, "query_columns", seed) for z in (0.0, 1.0)
-             for seed in (1, 2)]
+    want += [("squall_query", q, z, 0.002, "query_columns", seed) for q in ("eq5", "eq7")
+             for z in (0.0, 1.0) for seed in (1, 2)]
     assert got == sorted(want)
-    assert capsys.readouterr().out.count("squall/table2: squall_query -> FOLDER") == 12
+    assert capsys.readouterr().out.count("squall/table2: squall_query -> FOLDER") == 16
 
 
 def test_prepare_produces_an_online_figure_input(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(runtime.paths, "DATA_CACHE", tmp_path)
     monkeypatch.setattr(runtime.spark_session, "get_spark", lambda *a, **kw: None)
     assert prepare.main(["figure=squall/fig5k", "scale=tiny", "progress=false"]) == 0
-    (folder,) = tmp_path.glob("squall_query-*")
-    m = read_manifest(folder)
-    assert (m["params"]["query"], m["params"]["sf"]) == ("fluct", 0.001)
-    assert m["rows"]["R"] > 0 and m["rows"]["S"] > 0
-    assert f"squall/fig5k: squall_query -> {folder}" in capsys.readouterr().out
+    # one input per seed: the figure's and its two replicates' (rule 3)
+    folders = sorted(tmp_path.glob("squall_query-*"))
+    manifests = [read_manifest(f) for f in folders]
+    assert sorted(m["params"]["seed"] for m in manifests) == [0, 1, 2]
+    out = capsys.readouterr().out
+    for folder, m in zip(folders, manifests, strict=True):
+        assert (m["params"]["query"], m["params"]["sf"]) == ("fluct", 0.001)
+        assert m["rows"]["R"] > 0 and m["rows"]["S"] > 0
+        assert f"squall/fig5k: squall_query -> {folder}" in out
