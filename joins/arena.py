@@ -15,9 +15,18 @@ The equal-resources rule (:func:`unit_budget`): the same total memory M in tuple
 distributed operator runs on J units with M / J each, a single-site operator (:func:`is_single_site`)
 on one unit with M (``equal_total``, the arena's rule) or M / J (``equal_per_unit``, its
 sensitivity).
+
+One run's place under that rule (:func:`arena_setup`) and its outcome from the run's rows
+(:func:`arena_outcome`: the DuckDB check, the metrics, the counts beside them) are here, not in
+the experiment kind, so that the kind and ``python -m joins compare operators=...`` compute
+them in one place and a user's stream is measured as the arena's.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,6 +57,77 @@ def unit_budget(resources: str, total_memory: int, units: int, single_site: bool
     if single_site and resources == "equal_total":
         return max(1, int(total_memory))
     return max(1, int(total_memory) // units)
+
+
+@dataclass(frozen=True)
+class ArenaSetup:
+    """One operator's place under the equal-resources rule: what its run is given."""
+
+    operator: str
+    single_site: bool
+    units: int  # the units it runs on: 1 for a single site, J for a distributed operator
+    memory_total: int  # M, tuples, the same for every operator
+    budget: int  # one unit's memory in tuples (unit_budget)
+    tups_per_block: int  # a single site's disk block in tuples: its blocks' share of the time
+
+
+def _tups_per_block(operator: str, params: dict) -> int:
+    """The operator's block size: its parameter, else its declared default (a single site
+    left at its default still has its disk blocks charged as tuples), else 1 (no blocks)."""
+    from joins.online.operators import declared
+
+    if "tups_per_block" in params:
+        return int(params["tups_per_block"])
+    declared_param = getattr(declared().get(operator), "params", {}).get("tups_per_block")
+    return int(declared_param.default) if declared_param is not None else 1
+
+
+def arena_setup(operator: str, params: dict, *, units: int, memory_total: int,
+                resources: str = "equal_total", single_site: bool | None = None) -> ArenaSetup:
+    """Where ``operator`` (with its ``params``) runs and with how much memory when the
+    distributed operators get ``units`` units (J) and all share ``memory_total`` tuples (M);
+    ``single_site`` when the caller has read it already (:func:`is_single_site`)."""
+    single = is_single_site(operator, params) if single_site is None else single_site
+    return ArenaSetup(operator, single, 1 if single else int(units), int(memory_total),
+                      unit_budget(resources, memory_total, int(units), single),
+                      _tups_per_block(operator, params))
+
+
+def _row_count(rows: pd.DataFrame | str | Path) -> int:
+    if isinstance(rows, pd.DataFrame):
+        return len(rows)
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(rows), format="parquet").count_rows()
+
+
+def arena_outcome(res: Any, rows: pd.DataFrame | str | Path, r: Any, s: Any, on: str, *,
+                  setup: ArenaSetup, cost: Any,
+                  total: int) -> tuple[dict[str, tuple[float, str]], list[dict], str]:
+    """A run's arena metrics (name -> (value, unit)), its results-over-modeled-time rows, and
+    an error ("" when exact): its result ``rows`` (a frame or a folder of Parquet files) are
+    compared with DuckDB's join of ``r`` and ``s`` on ``on`` as a multiset, and the join's
+    size, which the shares are shares of, is DuckDB's. ``res`` is the
+    :class:`joins.online.StreamResult`; ``total`` the input tuples."""
+    from joins.compare import multiset_mismatch
+
+    if isinstance(rows, pd.DataFrame):
+        rows = rows.drop(columns=["phase", "produced_at", "unit"], errors="ignore")
+    missing, extra = multiset_mismatch(rows, r, s, on, "inner")
+    expected = _row_count(rows) - extra + missing  # DuckDB's row count: ours - excess + missing
+    metrics, series = arena_metrics(res.metrics, cost, expected=expected, budget=setup.budget,
+                                    total=total, tups_per_block=setup.tups_per_block)
+    metrics.update({
+        "units": (setup.units, "units"), "memory_total_tuples": (setup.memory_total, "tuples"),
+        "memory_per_unit_tuples": (setup.budget, "tuples"), "input_tuples": (total, "tuples"),
+        "oracle_rows": (expected, "rows"), "rows_missing": (missing, "rows"),
+        "rows_in_excess": (extra, "rows"), "exact": (float(not (missing or extra)), "flag"),
+        "migrations": (res.summary.get("migrations", 0), "count"),
+        "local_wall_time": (float(res.summary["local_wall_time"]), "local wall s"),
+    })
+    error = "" if not (missing or extra) else (
+        f"differs from DuckDB's join: {missing} rows missing, {extra} rows in excess")
+    return metrics, series, error
 
 
 # the terms of the time model (CostModel.worker_cost without its per-unit constant, plus the

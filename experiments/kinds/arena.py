@@ -47,13 +47,12 @@ from experiments.kinds import (
     wall_clock_guard,
 )
 from experiments.kinds.single_site import operator_params as single_site_params
-from joins.arena import arena_metrics, is_single_site, unit_budget
+from joins.arena import arena_outcome, arena_setup, is_single_site
 
 
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from joins.calibrated import cost_model
-    from joins.compare import multiset_mismatch
     from joins.online import run_stream
 
     s = point_settings(pc)
@@ -68,33 +67,21 @@ def run_point(pc: PointContext) -> PointOutcome:
     single = is_single_site(algorithm, own)
     op_params = single_site_params({**run, "operator_params": {
         **(run.get("single_site") or {}), **own}}, algorithm, frames) if single else own
-    units = 1 if single else int(run["units"])
-    memory = int(round(float(run["memory_share"]) * total))
-    budget = unit_budget(run.get("resources", "equal_total"), memory, int(run["units"]), single)
+    setup = arena_setup(algorithm, op_params, units=int(run["units"]),
+                        memory_total=int(round(float(run["memory_share"]) * total)),
+                        resources=run.get("resources", "equal_total"), single_site=single)
     cost = cost_model(pc.calibration, run)
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
         res = run_stream(spark, r=frames["R"], s=frames["S"], on="key", operator=algorithm,
-                         joiners=units, time="t", tick=float(run["tick"]),
-                         memory_budget_tuples=budget, seed=int(params["seed"]),
-                         progress=pc.progress, partitions=min(units, 2), cost=cost,
+                         joiners=setup.units, time="t", tick=float(run["tick"]),
+                         memory_budget_tuples=setup.budget, seed=int(params["seed"]),
+                         progress=pc.progress, partitions=min(setup.units, 2), cost=cost,
                          step_tuples=STEP_TUPLES, collect_output=True, **op_params)
-    rows = res.output.drop(columns=["phase", "produced_at", "unit"], errors="ignore")
-    missing, extra = multiset_mismatch(rows, frames["R"], frames["S"], "key", "inner")
-    expected = len(rows) - extra + missing  # DuckDB's row count: ours - excess + missing
-    tpb = int(op_params.get("tups_per_block", 1))
-    metrics, out.series_rows = arena_metrics(res.metrics, cost, expected=expected,
-                                             budget=budget, total=total, tups_per_block=tpb)
+    # the check against DuckDB and the metrics: joins.arena, shared with python -m joins compare
+    metrics, out.series_rows, error = arena_outcome(res, res.output, frames["R"], frames["S"],
+                                                    "key", setup=setup, cost=cost, total=total)
     out.metrics.update(metrics)
-    out.metrics.update({
-        "units": (units, "units"), "memory_total_tuples": (memory, "tuples"),
-        "memory_per_unit_tuples": (budget, "tuples"), "input_tuples": (total, "tuples"),
-        "oracle_rows": (expected, "rows"), "rows_missing": (missing, "rows"),
-        "rows_in_excess": (extra, "rows"), "exact": (float(not (missing or extra)), "flag"),
-        "migrations": (res.summary.get("migrations", 0), "count"),
-        "local_wall_time": (float(res.summary["local_wall_time"]), "local wall s"),
-    })
-    if missing or extra:
+    if error:
         out.status = "error"
-        out.error = (f"differs from DuckDB's join: {missing} rows missing, {extra} rows in "
-                     "excess")
+        out.error = error
     return out
