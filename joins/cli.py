@@ -4,8 +4,9 @@
     python -m joins describe ALGORITHM
     python -m joins compare algorithms=a,b,c left=A.parquet right=B.parquet on=key how=inner \
         [executors=E] [partitions=P] [check=true] [out=FOLDER] [spark=local] [param.<name>=value]
-    python -m joins compare operators=shj,dynamic r=R.parquet s=S.parquet on=key joiners=16 \
-        [batch_size=N] [order=random] [seed=0] [check=true] [out=FOLDER] [param.<name>=value]
+    python -m joins compare operators=shj,dynamic,diner r=R.parquet s=S.parquet on=key \
+        joiners=16 [time=COLUMN tick=T] [memory=TUPLES] [resources=equal_total] \
+        [batch_size=N] [order=random] [seed=0] [out=FOLDER] [param.<name>=value]
     python -m joins run algorithm=am_join left=A.parquet right=B.parquet on=key how=left \
         out=OUT.parquet [executors=E] [partitions=P] [spark=local] [param.<name>=value] \
         [force=true]
@@ -72,6 +73,20 @@ def number_option(opts: dict[str, str], name: str, cast: type[int] | type[float]
         raise CliError(f"{name} must be {kind} >= {minimum:g}, got {opts[name]!r}") from None
     if not math.isfinite(value) or value < minimum:
         raise CliError(f"{name} must be {kind} >= {minimum:g}, got {opts[name]!r}")
+    return value
+
+
+def positive_option(opts: dict[str, str], name: str) -> float | None:
+    """``opts[name]`` as a finite number > 0, or None when absent (a tick of 0 would never
+    advance)."""
+    if name not in opts:
+        return None
+    try:
+        value = float(opts[name])
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise CliError(f"{name} must be a number > 0, got {opts[name]!r}")
     return value
 
 
@@ -222,8 +237,16 @@ COMPARE_USAGE = ("usage: python -m joins compare algorithms=a,b,c left=A.parquet
                  "[seed=0] [check=true] [out=FOLDER] [spark=local] [force=true] "
                  "[param.<name>=value: given to each algorithm that reads it]\n"
                  "       python -m joins compare operators=a,b r=R.parquet s=S.parquet on=key "
-                 "joiners=J [batch_size=50000] [order=random] [seed=0] [check=true] "
-                 "[out=FOLDER] [spark=local] [force=true] [param.<name>=value]")
+                 "joiners=J [time=COLUMN [tick=T]] [memory=M] [resources=equal_total|"
+                 "equal_per_unit] [batch_size=50000] [order=random] [seed=0] [out=FOLDER] "
+                 "[spark=local] [force=true] [param.<name>=value]\n"
+                 "       operators: measured as the arena measures them (joins/arena.py): "
+                 "time= orders arrivals by that column, tick= cuts micro-batches every T of it; "
+                 "memory= total tuples (default |R|+|S|): M/J per unit of a distributed "
+                 "operator on J=joiners units, M on a single site's one unit (equal_per_unit: "
+                 "M/J there too); every operator checked against DuckDB as a multiset; out= "
+                 "gets compare.csv, compare_curve.csv and compare.png (results over modeled "
+                 "time)")
 
 
 def _compare_params(algos: list, given: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -268,9 +291,13 @@ def _write_comparison(cmp, out, **info: Any) -> None:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     cmp.table.assign(calibration_id=cmp.calibration_id).to_csv(out / "compare.csv", index=False)
+    written = [out / "compare.csv", out / "compare.png"]
+    if cmp.series is not None:  # the chart's points, to draw them otherwise
+        cmp.series.to_csv(out / "compare_curve.csv", index=False)
+        written.append(out / "compare_curve.csv")
     draw(cmp, out / "compare.png")
     mark_output_folder(out, "python -m joins compare", **info)
-    print(f"table and chart -> {out}/compare.csv, {out}/compare.png")
+    print(f"table and chart -> {', '.join(map(str, written))}")
 
 
 def _check_compare_options(opts: dict[str, str], required: tuple[str, ...],
@@ -286,52 +313,70 @@ def _check_compare_options(opts: dict[str, str], required: tuple[str, ...],
         raise CliError(f"missing {', '.join(missing)} (python -m joins compare --help)")
 
 
+# compare operators=...: the options besides the operators' param.<name>
+STREAM_REQUIRED = ("operators", "r", "s", "joiners")
+STREAM_OPTIONS = {"on", "batch_size", "order", "seed", "spark", "check", "out", "force", "time",
+                  "tick", "memory", "resources"}
+
+
+def _stream_run_options(opts: dict[str, str]) -> dict[str, Any]:
+    """The arena's time model and resources as ``compare_stream`` takes them, each checked
+    here so that a typo is one line before Spark starts: ``time=`` a column of both files,
+    ``tick=`` > 0 (with ``time=``), ``memory=`` total tuples >= 1, ``resources=`` a rule."""
+    from datagen.orders import names as order_names
+    from joins.arena import RESOURCES
+
+    order = opts.get("order", "random")
+    if order not in order_names():
+        raise CliError(f"unknown order {order!r}; valid: {', '.join(order_names())}")
+    resources = opts.get("resources", "equal_total")
+    if resources not in RESOURCES:
+        raise CliError(f"resources must be one of {', '.join(RESOURCES)}, got {resources!r}")
+    if "check" in opts and not flag_option(opts, "check"):
+        raise CliError("compare operators=... always checks each operator against DuckDB (its "
+                       "shares are shares of DuckDB's join): drop check=false")
+    tick = positive_option(opts, "tick")
+    time = opts.get("time") or None
+    if tick is not None and time is None:
+        raise CliError("tick= cuts the stream at event-time ticks: it needs time=COLUMN")
+    if time is not None:
+        from joins.online.cli import check_time_column
+
+        check_time_column({"r": opts["r"], "s": opts["s"]}, time)
+    return dict(joiners=number_option(opts, "joiners", int, None, minimum=1),
+                memory=number_option(opts, "memory", int, None, minimum=1),
+                resources=resources, time=time, tick=tick, order=order,
+                batch_size=number_option(opts, "batch_size", int, 50_000, minimum=1),
+                seed=number_option(opts, "seed", int, 0, minimum=0))
+
+
 def cmd_compare_stream(opts: dict[str, str]) -> int:
-    """Several online operators on the same stream, one table (and a chart with out=)."""
-    required = ("operators", "r", "s", "joiners")
-    known = set(required) | {"on", "batch_size", "order", "seed", "spark", "check", "out",
-                             "force"}
-    _check_compare_options(opts, required, known)
+    """Several online operators on the same stream, measured as the arena measures them: one
+    table (and with out= its CSV and the results-over-modeled-time chart)."""
+    _check_compare_options(opts, STREAM_REQUIRED, set(STREAM_REQUIRED) | STREAM_OPTIONS)
     algos = _compare_names(opts, "operators", "online")
     given = {k.removeprefix("param."): _number(v) for k, v in opts.items() if k.startswith("param.")}
     params = _compare_params(algos, given)
     on = opts.get("on", "key")
     check_key({"r": parquet_schema(opts["r"]), "s": parquet_schema(opts["s"])}, on)
     out = _compare_out(opts, {"r": opts["r"], "s": opts["s"]})
-    joiners = number_option(opts, "joiners", int, None, minimum=1)
-    batch_size = number_option(opts, "batch_size", int, 50_000, minimum=1)
-    seed = number_option(opts, "seed", int, 0, minimum=0)
-    order = opts.get("order", "random")
-    from datagen.orders import names as order_names
-
-    if order not in order_names():
-        raise CliError(f"unknown order {order!r}; valid: {', '.join(order_names())}")
-    check = flag_option(opts, "check")
+    run = _stream_run_options(opts)
     preset = spark_preset_or_usage_error(opts.get("spark", "local"))
 
     from joins.compare import compare_stream, format_table
     from runtime.spark_session import get_spark
 
     spark = get_spark(**preset)
-    rows, errors, first = [], {}, None
-    for algo in algos:  # one operator at a time: each takes its own parameters
-        cmp = compare_stream(spark, [algo.name], opts["r"], opts["s"], on=on, joiners=joiners,
-                             check=check, batch_size=batch_size, seed=seed, order=order,
-                             **params[algo.name])
-        first = first or cmp
-        rows.append(cmp.table)
-        errors.update(cmp.errors)
-    import pandas as pd
-
-    first.table, first.errors = pd.concat(rows, ignore_index=True), errors
+    cmp = compare_stream(spark, [a.name for a in algos], opts["r"], opts["s"], on=on,
+                         params=params, **run)
     print()
-    print(format_table(first))
+    print(format_table(cmp))
     if out is not None:
-        _write_comparison(first, out, operators=[a.name for a in algos], on=on, r=opts["r"],
-                          s=opts["s"], params=params)
-    for name, err in errors.items():
+        _write_comparison(cmp, out, operators=[a.name for a in algos], on=on, r=opts["r"],
+                          s=opts["s"], params=params, **run)
+    for name, err in cmp.errors.items():
         print(f"error: {name}: output {err}", file=sys.stderr)
-    return 1 if errors else 0
+    return 1 if cmp.errors else 0
 
 
 def cmd_compare(opts: dict[str, str]) -> int:

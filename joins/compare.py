@@ -9,12 +9,14 @@ outside the timed run.
 from __future__ import annotations
 
 import shutil
+import textwrap
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 # the table's columns (units and meanings: joins.summary.METRICS)
@@ -35,6 +37,8 @@ class Comparison:
     columns: tuple[str, ...] = COLUMNS
     time_columns: tuple[str, str] = ("modeled_s", "wall_s")
     workers: str = "executors"
+    series: pd.DataFrame | None = None  # online: results over modeled time (joins.arena)
+    where: str = ""  # online: the arena's resources, said under the table and on the chart
 
 
 def multiset_mismatch(output: str | Path | pd.DataFrame, left, right, on: str,
@@ -144,14 +148,20 @@ def format_table(cmp: Comparison) -> str:
     lines += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in
                         enumerate(zip(b, widths, strict=True))) for b in body]
     legend = [f"  {c}: {meaning(c)}" for c in cmp.columns]
-    where = (f"modeled on {cmp.executors} executors (this feeds the time model only; it does "
-             "not change how many Spark executors run)" if cmp.workers == "executors" else
-             f"{cmp.executors} joiners (logical workers on the session's executors)")
+    if cmp.checked:
+        legend.append("  exact: the rows equal DuckDB's join as a multiset (nothing lost, "
+                      "nothing duplicated)")
+    where = cmp.where or (f"modeled on {cmp.executors} executors (this feeds the time model "
+                          "only; it does not change how many Spark executors run)")
     return "\n".join([*lines, "", f"{where}, calibration {cmp.calibration_id}", *legend])
 
 
 def draw(cmp: Comparison, path: Path) -> None:
-    """Bars of modeled and local wall time per algorithm, labelled as such."""
+    """Bars of modeled and local wall time per algorithm, labelled as such; online operators:
+    their results over modeled time, as the arena draws them."""
+    if cmp.series is not None:
+        _draw_curves(cmp, path)
+        return
     import matplotlib
 
     matplotlib.use("Agg")
@@ -173,44 +183,114 @@ def draw(cmp: Comparison, path: Path) -> None:
     plt.close(fig)
 
 
-# the online table's columns (units and meanings: joins.summary.METRICS)
-STREAM_COLUMNS = ("modeled_time", "local_wall_time", "outputs", "batches", "max_ilf",
-                  "migrated_tuples", "spilled")
+# the online table's columns: the arena's metrics (joins.arena; units and meanings:
+# joins.summary.METRICS), so a user's stream is read as the arena's figures are
+STREAM_COLUMNS = ("modeled_time_50", "modeled_time_100", "share_before_end",
+                  "peak_memory_per_unit", "network_tuples", "load_max_mean", "units",
+                  "output_rows")
+CURVE_XLABEL = ("modeled time (s): per micro-batch the slowest unit's calibrated cost of its "
+                "exact counts (not wall time)")
+CURVE_YLABEL = "share of the join produced (exact)"
 
 
 def compare_stream(spark, operators: list[str], r: str, s: str, *, on: str, joiners: int,
-                   check: bool = False, scratch: Path | None = None, log=print,
-                   **stream_kw) -> Comparison:
-    """Run each online operator on the same stream (same order, seed and micro-batches,
-    ``stream_kw`` for :func:`joins.online.run_stream`); with ``check`` each result written
-    to Parquet is compared with DuckDB's join as a multiset."""
+                   memory: int | None = None, resources: str = "equal_total",
+                   params: dict[str, dict[str, Any]] | None = None,
+                   scratch: Path | None = None, log=print, **stream_kw) -> Comparison:
+    """Run each online operator on the same stream (same order, seed and micro-batches or
+    event-time ticks: ``stream_kw`` for :func:`joins.online.run_stream`, e.g. ``time=``,
+    ``tick=``) as the arena runs it: ``joiners`` units for a distributed operator, one for a
+    single site, ``memory`` tuples in total (default |R| + |S|) split by ``resources``
+    (:func:`joins.arena.unit_budget`), measured by the arena's time model and checked
+    against DuckDB's join as a multiset (the shares are shares of DuckDB's join).
+    ``params[name]`` are that operator's own parameters."""
     from joins.calibrated import cost_model
-    from joins.online import run_stream
     from runtime.cost_model import load_calibration
-    from runtime.paths import SCRATCH
 
     calibration = load_calibration()
     cost = cost_model(calibration)
-    rows, errors = [], {}
+    total = _row_count(r) + _row_count(s)
+    memory_total = total if memory is None else int(memory)
+    rows, curves, errors = [], [], {}
     for i, op in enumerate(operators, 1):
         log(f"[{i}/{len(operators)}] {op} ...")
-        folder = (scratch or SCRATCH / "compare") / f"stream-{uuid.uuid4().hex[:12]}"
-        try:
-            res = run_stream(spark, r, s, operator=op, joiners=joiners, on=on, cost=cost,
-                             output=folder if check else None, progress=False, **stream_kw)
-            row = {"algorithm": op, **{c: res.summary.get(c, 0) for c in STREAM_COLUMNS}}
-            if check:
-                missing, extra = multiset_mismatch(folder, r, s, on, "inner")
-                row["exact"] = not (missing or extra)
-                if not row["exact"]:
-                    errors[op] = (f"differs from DuckDB: {missing:,} rows missing, "
-                                  f"{extra:,} in excess")
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-        rows.append(row)
-        log(f"      {row['modeled_time']:.3f} modeled s, {row['local_wall_time']:.1f} s here, "
-            f"{row['outputs']:,} rows" + (f", {'exact' if row['exact'] else errors[op]}"
-                                          if check else ""))
-    return Comparison(pd.DataFrame(rows), calibration.id, joiners, check, errors,
-                      columns=STREAM_COLUMNS, time_columns=("modeled_time", "local_wall_time"),
-                      workers="joiners")
+        metrics, series, error = _arena_run(
+            spark, op, dict((params or {}).get(op, {})), r, s, on=on, cost=cost, total=total,
+            units=joiners, memory_total=memory_total, resources=resources, scratch=scratch,
+            stream_kw=stream_kw)
+        rows.append({"algorithm": op, **{k: v for k, (v, _) in metrics.items()},
+                     "exact": not error})
+        curves += [{"algorithm": op, **p} for p in series]
+        if error:
+            errors[op] = error
+        log(f"      {metrics['modeled_time_100'][0]:.6f} modeled s to 100%, "
+            f"{metrics['local_wall_time'][0]:.1f} s here, {metrics['output_rows'][0]:,.0f} "
+            f"rows, {error or 'exact'}")
+    where = (f"{joiners} units per distributed operator, one per single site; {memory_total:,} "
+             f"tuples of memory in total, {resources} (joins.arena.unit_budget)")
+    return Comparison(pd.DataFrame(rows), calibration.id, joiners, True, errors,
+                      columns=STREAM_COLUMNS, time_columns=("modeled_time_100", "local_wall_time"),
+                      workers="joiners", series=pd.DataFrame(curves), where=where)
+
+
+def _row_count(path: str | Path) -> int:
+    """Rows of a Parquet input (its metadata only)."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(path), format="parquet").count_rows()
+
+
+def _arena_run(spark, op: str, own: dict[str, Any], r: str, s: str, *, on: str, cost: Any,
+               total: int, units: int, memory_total: int, resources: str,
+               scratch: Path | None, stream_kw: dict) -> tuple[dict, list[dict], str]:
+    """One operator's run under the arena's rule (:func:`joins.arena.arena_setup`), its rows
+    written to a scratch folder (not held in memory), then checked and measured
+    (:func:`joins.arena.arena_outcome`); the folder goes with the run."""
+    from joins.arena import arena_outcome, arena_setup
+    from joins.online import run_stream
+    from runtime.paths import SCRATCH
+
+    setup = arena_setup(op, own, units=units, memory_total=memory_total, resources=resources)
+    folder = (scratch or SCRATCH / "compare") / f"stream-{uuid.uuid4().hex[:12]}"
+    try:
+        res = run_stream(spark, r, s, operator=op, joiners=setup.units, on=on, cost=cost,
+                         memory_budget_tuples=setup.budget, output=folder, progress=False,
+                         **stream_kw, **own)
+        return arena_outcome(res, folder, r, s, on, setup=setup, cost=cost, total=total)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _draw_curves(cmp: Comparison, path: Path) -> None:
+    """Every operator's share of the join over modeled time (the arena figures' curve), a tick
+    where its stream ends; an operator whose rows differ from DuckDB's says so in the
+    legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    colors, styles = plt.get_cmap("tab10").colors, ("-", "--", ":")
+    for i, (name, part) in enumerate(cmp.series.groupby("algorithm", sort=False)):
+        color, style = colors[i % 10], styles[(i // 10) % 3]
+        line = part[part["metric"] == "results_share_t"].sort_values("t")
+        label = name if name not in cmp.errors else f"{name} (NOT exact: {cmp.errors[name]})"
+        ax.plot(line["t"], line["value"], style, color=color, lw=1.5, label=label)
+        end = part[part["metric"] == "stream_end_t"]
+        if len(end) and len(line):
+            t_end = float(end["t"].iloc[0])
+            ax.plot([t_end], [np.interp(t_end, line["t"], line["value"])], "|", color=color,
+                    ms=12, mew=2)
+    ax.plot([], [], "|", color="0.3", ms=12, mew=2, label="stream ends")
+    ax.set_xlabel(CURVE_XLABEL, fontsize=8)
+    ax.set_ylabel(CURVE_YLABEL)
+    ax.set_title(textwrap.fill(f"results over modeled time (python -m joins compare); "
+                               f"{cmp.where}; calibration {cmp.calibration_id}", 110),
+                 fontsize=7)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -51,9 +51,23 @@ METRICS: dict[str, tuple[str, str]] = {
     "migrated_tuples": ("tuples", "tuples moved between workers by migrations"),
     "spilled": ("tuples", "tuples spilled beyond the memory budget"),
     "reliable_checkpoints": ("count", "checkpoints written to checkpoint_dir="),
+    # the arena's metrics (joins.arena; python -m joins compare operators=...), units as there
+    "modeled_time_50": ("modeled s", "modeled time until half of the join is out: per "
+                        "micro-batch the slowest unit's calibrated cost of its exact counts, "
+                        "summed (the arena's time model, not this machine's time)"),
+    "modeled_time_100": ("modeled s", "the same until the whole join is out"),
+    "share_before_end": ("share of the join", "share of the join produced before the stream "
+                         "ends (the rest comes in a clean-up)"),
+    "peak_memory_per_unit": ("tuples", "a unit's largest in-memory state (at most its memory; "
+                             "a single site's input buffer included)"),
+    "network_tuples": ("tuples", "tuples delivered to units (to store or to probe) and tuples "
+                       "migrated"),
+    "load_max_mean": ("max / mean unit work", "a unit's modeled work over the run, max over "
+                      "mean across the units (1 on a single site)"),
+    "units": ("units", "units the operator ran on (1: a single site)"),
 }
 _INTEGER_UNITS = {"rows", "jobs", "stages", "tasks", "bytes", "records", "parts", "count",
-                  "tuples", "micro-batches"}
+                  "tuples", "micro-batches", "units"}
 
 
 def unit(name: str) -> str:
@@ -72,8 +86,10 @@ def format_value(name: str, value: Any) -> str:
         return str(value)
     if unit(name) in _INTEGER_UNITS and float(value).is_integer():
         return f"{int(value):,}"
-    if unit(name) in ("max/mean", "ILF/ILF*"):
+    if unit(name) in ("max/mean", "ILF/ILF*", "max / mean unit work"):
         return f"{value:.2f}"
+    if unit(name).endswith(" s") and 0 < abs(value) < 0.01:  # the arena's modeled ms: 4 digits
+        return f"{value:.4g}"
     return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:,.0f}"
 
 

@@ -161,12 +161,7 @@ def _check_graph(schemas: dict, graph, band: float | None, time: str | None) -> 
     timestamp."""
     import pyarrow as pa
 
-    def kind(t) -> str:
-        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or \
-                pa.types.is_decimal(t):
-            return "number"
-        return "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
-
+    kind = _type_kind
     names = graph.names
     for i in range(len(names)):
         for c in graph.columns(i) + ([time] if time else []):
@@ -193,12 +188,41 @@ def _check_graph(schemas: dict, graph, band: float | None, time: str | None) -> 
         if band is not None and kind(ta) != "number":
             raise UsageError(f"a band join needs numeric keys; {graph.slots[a][sa]!r} is {ta}")
     if time:
-        for nm in names:
-            t = schemas[nm].field(time).type
-            if not (kind(t) == "number" and not pa.types.is_boolean(t)) and \
-                    not pa.types.is_timestamp(t):
-                raise UsageError(f"time column {time!r} of {nm} is {t}, not numeric or a "
-                                 "timestamp")
+        _check_time_type(schemas, time)
+
+
+def _type_kind(t) -> str:
+    """What a key's type compares as: "number", "string", or the type itself."""
+    import pyarrow as pa
+
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or \
+            pa.types.is_decimal(t):
+        return "number"
+    return "string" if pa.types.is_string(t) or pa.types.is_large_string(t) else str(t)
+
+
+def _check_time_type(schemas: dict, time: str) -> None:
+    """Event times order arrivals and cut ticks: numbers (not booleans) or timestamps."""
+    import pyarrow as pa
+
+    for nm, schema in schemas.items():
+        t = schema.field(time).type
+        if not (_type_kind(t) == "number" and not pa.types.is_boolean(t)) and \
+                not pa.types.is_timestamp(t):
+            raise UsageError(f"time column {time!r} of {nm} is {t}, not numeric or a "
+                             "timestamp")
+
+
+def check_time_column(paths: dict[str, str], time: str) -> None:
+    """``time=`` names a numeric or timestamp column without nulls in every input (name ->
+    path): checked before Spark starts, for ``stream`` and ``compare`` alike."""
+    schemas = {nm: parquet_schema(path) for nm, path in paths.items()}
+    for nm, schema in schemas.items():
+        if time not in schema.names:
+            raise UsageError(f"time column {time!r} is not in {nm}={paths[nm]} (columns: "
+                             f"{', '.join(schema.names)})")
+    _check_time_type(schemas, time)
+    _check_time_nulls(paths, time)
 
 
 def _check_time_nulls(paths: dict[str, str], time: str) -> None:
