@@ -4,6 +4,11 @@ every row hashed, :func:`joins.api.consume_output`); its tasks are captured and 
 modeled on ``executors`` slots with the calibrated costs. With ``check=True`` each output is
 then compared with DuckDB's join as a multiset of rows (nothing lost, nothing duplicated),
 outside the timed run.
+
+Online operators (:func:`compare_stream`) are run and measured as the arena runs them
+(:mod:`joins.arena`: its equal-resources rule, time model and metrics, every run checked
+against DuckDB), so that a user's own stream can be put beside the arena's figures; the chart
+is their results over modeled time.
 """
 
 from __future__ import annotations
