@@ -58,8 +58,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "modeled_time_100": ("modeled s", "the same until the whole join is out"),
     "share_before_end": ("share of the join", "share of the join produced before the stream "
                          "ends (the rest comes in a clean-up)"),
-    "peak_memory_per_unit": ("tuples", "a unit's largest in-memory state (at most its memory; "
-                             "a single site's input buffer included)"),
+    "peak_memory_per_unit": ("tuples", "a unit's largest in-memory state (a distributed "
+                             "unit's beyond its memory counts as spilled; a single site's "
+                             "input buffer included, which may exceed it)"),
     "network_tuples": ("tuples", "tuples delivered to units (to store or to probe) and tuples "
                        "migrated"),
     "load_max_mean": ("max / mean unit work", "a unit's modeled work over the run, max over "
