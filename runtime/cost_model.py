@@ -134,16 +134,19 @@ def stage_table(tasks: pd.DataFrame, executors: int, costs: BatchCosts,
     return pd.DataFrame(rows, columns=STAGE_COLUMNS)
 
 
-def scaled_counts(tasks: pd.DataFrame, records: float, rows: float) -> pd.DataFrame:
-    """The same tasks, each carrying more data: records in and shuffle bytes multiplied by
-    ``records``, rows produced by ``rows``; the task count and the per-task constant stay.
+def scaled_counts(tasks: pd.DataFrame, records: float, rows: float,
+                  shuffle: float | None = None) -> pd.DataFrame:
+    """The same tasks, each carrying more data: records in multiplied by ``records``, shuffle
+    bytes by ``shuffle`` (``records`` when not given), rows produced by ``rows``; the task count
+    and the per-task constant stay.
 
     Why: the per-task constant weighs against per-record work as the records per task decide,
     so a plan's time at larger sizes is this plan's tasks carrying those sizes' counts
-    (experiments.paper_regime writes the factors' rule)."""
+    (experiments.paper_regime and experiments.regime_fit write the factors' rules)."""
     out = tasks.copy()
-    for column in ("records_in", "shuffle_read_bytes", "shuffle_write_bytes"):
-        out[column] = out[column].astype(float) * records
+    out["records_in"] = out["records_in"].astype(float) * records
+    for column in ("shuffle_read_bytes", "shuffle_write_bytes"):
+        out[column] = out[column].astype(float) * (records if shuffle is None else shuffle)
     out["rows_produced"] = out["rows_produced"].astype(float) * rows
     return out
 
