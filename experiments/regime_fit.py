@@ -21,6 +21,11 @@ of its stage's counts; the modeled time is :mod:`runtime.cost_model`'s on the ta
 fits on the first two, and prints per stage the counts extrapolated to the third (on the same
 executors) against the real ones, with each total's relative error. Rule 2 accepts it where they
 agree within 5% at a ``check`` of 4 or more. It writes nothing to ``results/``.
+
+On amjoin/fig9 it does not (2026-11-28, x = 10000, fit 2x, check 4x): DER's and DDR's records
+in are 42% over the real ones, rows produced 8-13% under, and IB-Join's 4x plan has a stage
+more (amjoin/fig9's choices.paper_regime: why no affine fit follows that workload's counts), so
+no figure sets ``run.regime_fit`` and no verdict reads its metrics.
 """
 
 from __future__ import annotations
@@ -217,8 +222,12 @@ def validate(argv: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     costs = pc.calibration.batch
     extrap = fit_table(base.tasks, fit.tasks, e, costs, schedule, t_fit, t_check)
     real = check.stages
-    require_same_plan(base.stages, real)
-    summary = {"t_fit": t_fit, "t_check": t_check,
+    try:  # the check run's own plan may differ: then the fit does not predict it, shown
+        require_same_plan(base.stages, real)
+    except PlanMismatch as exc:
+        print(f"{exc}; the check run's stages:\n{real.to_string(index=False)}", file=sys.stderr)
+    summary = {"t_fit": t_fit, "t_check": t_check, "plan_matches": float(
+                   plan_shape(base.stages) == plan_shape(real)),
                "modeled_base": float(base.stages["modeled_s"].sum()),
                "modeled_fit_run": float(fit.stages["modeled_s"].sum()),
                "modeled_real": float(real["modeled_s"].sum()),
