@@ -114,7 +114,8 @@ def test_fit_metrics_names_the_regime_and_says_where_the_rule_does_not_apply(mon
 
 
 def test_the_batch_kind_asks_for_the_fit_where_the_figure_declares_it():
-    """fig9 is the figure whose points carry the fit (run.regime_fit); the kind hands them on."""
+    """A figure that sets run.regime_fit gets the fit's metrics on its points (none does yet:
+    the rule has not validated on amjoin/fig9)."""
     import inspect
 
     from experiments.kinds import batch_join
