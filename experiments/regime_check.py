@@ -98,9 +98,11 @@ def check(argv: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     return compare(extrap, real), summary
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], validate=None) -> int:
+    """Print a validation's per-stage table and its summary; ``validate`` (``check`` by
+    default) is also :func:`experiments.regime_fit.validate`, which prints the same way."""
     try:
-        table, summary = check(argv)
+        table, summary = (validate or check)(argv)
     except UsageError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2

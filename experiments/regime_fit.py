@@ -238,19 +238,9 @@ def validate(argv: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
 
 
 def main(argv: list[str]) -> int:
-    from experiments.run import UsageError
+    from experiments import regime_check
 
-    try:
-        table, summary = validate(argv)
-    except UsageError as exc:
-        print(f"error: {exc.args[0]}", file=sys.stderr)
-        return 2
-    with pd.option_context("display.width", 250, "display.max_rows", 500,
-                           "display.max_columns", 50):
-        print(table.to_string(index=False))
-    for k, v in summary.items():
-        print(f"{k}: {v:.6g}")
-    return 0
+    return regime_check.main(argv, validate)
 
 
 if __name__ == "__main__":
