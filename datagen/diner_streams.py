@@ -7,14 +7,20 @@ interleaved in time. Keys: ``zipf`` on the integers [1, ``domain``] with exponen
 ``variance`` rounded to integers (S's mean and variance are R's plus ``mean_shift`` and
 ``variance_shift``: the paper's Figs 11-12); with ``periods`` > 1 each successive share
 1/periods of a relation's tuples has its mean moved by ``period_shift`` more than the last
-(period i, from ``first_period``: mean + i * period_shift; the non-stationary Fig 15).
+(period i, from ``first_period``: mean + i * period_shift; the non-stationary Fig 15); Zipf
+keys drift the same way: in period i the value of Zipf rank j is rank j moved by i *
+``period_shift`` (rounded), cyclically on [1, ``domain``], so the most frequent value moves.
 ``pauses`` inserts silent periods: a list of [fraction of the stream, length] applied to both
 relations. ``fragments`` > 0 cuts each relation into that many fragments of equal size and,
 after each but the last, pauses for ``fragment_delay`` times the fragment's own transmission
 time, each relation on its own clock (the delays of Figs 16, 17, 19 and Table 3). ``order``
 names an arrival order of :mod:`datagen.orders` (with ``order_params``) whose within-relation
 orders rearrange the keys over the arrival times (e.g. ``intervals``: Fig 14's partially
-sorted streams).
+sorted streams). ``order_times``: the order's interleave gives the event times as well (e.g.
+``fluct``: Squall's Fluct-join, the cardinality ratio alternating between k and 1/k in event
+time): one merged stream of exponential gaps at rate ``lam * (n_r + n_s) / max(n_r, n_s)``
+(two equal relations: 2 lam, the same span as the relations' own clocks), its i-th arrival
+the order's i-th, from R or S as the order says; without pauses or fragments.
 
 Tables ``R`` and ``S``: ``key`` (int64), ``t`` (float64 arrival time), ``rid`` (the tuple's
 number in its relation). The paper's sizes (2 x 100K tuples) are small: generated on the driver.
@@ -56,6 +62,7 @@ class Params:
     fragment_delay: float = 0.0
     order: str | None = None  # an order of datagen.orders (its within-relation orders)
     order_params: dict = field(default_factory=dict)
+    order_times: bool = False  # the order's interleave gives the event times (one clock)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -67,14 +74,21 @@ class Params:
         check(self.lam > 0, f"lam must be > 0, got {self.lam}")
         check(self.periods >= 1, f"periods must be >= 1, got {self.periods}")
         check_delays(self.pauses, self.fragments, self.fragment_delay)
+        check(not self.order_times or self.order is not None,
+              "order_times needs an order (order=...)")
+        check(not self.order_times or not (self.pauses or self.fragments),
+              "order_times takes no pauses or fragments (one merged clock)")
 
 
 def _keys(p: Params, rng: np.random.Generator, n: int, shift: float, vshift: float):
+    period = np.arange(n) * p.periods // max(n, 1) + p.first_period  # 0 .. periods - 1
     if p.keys == "zipf":
         pmf = np.arange(1, p.domain + 1, dtype=float) ** -p.s
-        return rng.choice(p.domain, size=n, p=pmf / pmf.sum()).astype(np.int64) + 1
+        rank = rng.choice(p.domain, size=n, p=pmf / pmf.sum()).astype(np.int64)
+        if p.periods > 1:  # the drift: rank j's value moves by period_shift a period
+            rank = (rank + np.rint(period * p.period_shift).astype(np.int64)) % p.domain
+        return rank + 1
     sd = np.sqrt(p.variance + vshift)
-    period = np.arange(n) * p.periods // max(n, 1) + p.first_period  # 0 .. periods - 1
     mean = p.mean + shift + period * p.period_shift
     return np.rint(rng.normal(mean, sd, n)).astype(np.int64)
 
@@ -96,6 +110,11 @@ def generate(params: dict, out: Path, spark=None, progress: bool = False) -> dic
         for name, perm in (("R", arrival.perm_r), ("S", arrival.perm_s)):
             if perm is not None:
                 keys[name] = keys[name][perm]
+        if p.order_times:  # one clock: the i-th arrival of the order at the i-th time
+            n = p.n_r + p.n_s
+            rate = p.lam * n / max(p.n_r, p.n_s, 1)
+            clock = np.cumsum(np.random.default_rng([p.seed, 2]).exponential(1.0 / rate, n))
+            times = {"R": clock[arrival.is_r], "S": clock[~arrival.is_r]}
     rows = {}
     for name in ("R", "S"):
         table = pa.table({"key": keys[name], "t": times[name],

@@ -59,3 +59,25 @@ def test_fragment_delays_pause_after_each_fragment(tmp_path):
     assert list(jumps) == list(range(200, 2000, 200))  # after fragments 1..9
     first = plain_r["t"].iloc[199]
     assert extra[200] == pytest.approx(0.3 * first)
+
+
+def test_order_times_put_the_orders_interleave_on_the_event_times(tmp_path):
+    # the arena's fluctuation figure: Squall's Fluct-join order drives the event times
+    r, s = _gen(tmp_path, order="fluct", order_params={"k": 4.0}, order_times=True)
+    arrival = compute_arrival("fluct", 2000, 1500, 3, k=4.0)
+    merged = pd.concat([r.assign(is_r=True), s.assign(is_r=False)]).sort_values("t")
+    assert np.array_equal(merged["is_r"].to_numpy(), arrival.is_r)  # the order, in time
+    assert (np.diff(r["t"]) > 0).all() and (np.diff(s["t"]) > 0).all()
+    plain_r, _ = _gen(tmp_path / "plain")
+    assert np.array_equal(plain_r["key"], r["key"])  # the keys are the plain streams'
+    with pytest.raises(GeneratorError, match="order_times needs an order"):
+        _gen(tmp_path / "x", order_times=True)
+    with pytest.raises(GeneratorError, match="no pauses"):
+        _gen(tmp_path / "y", order="fluct", order_times=True, pauses=[[0.5, 10.0]])
+
+
+def test_zipf_keys_drift_by_the_period_shift(tmp_path):
+    r, _ = _gen(tmp_path, s=1.5, domain=100, periods=4, period_shift=25.0)
+    tops = [int(np.bincount(part).argmax()) for part in np.array_split(r["key"], 4)]
+    assert tops == [1, 26, 51, 76]  # the most frequent value moves 25 a period
+    assert r["key"].between(1, 100).all()
