@@ -50,7 +50,8 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                            "punctuation_every",
                            "dataset"),
     "arena": _keys("units", "memory_share", "resources", "tick", "single_site", "time_unit_ms",
-                   "paper_ms", "baseline_buckets", "operator_params", "disk_cost_factor"),
+                   "paper_ms", "baseline_buckets", "operator_params", "disk_cost_factor",
+                   "window_share", "archive_share", "cell"),
 }
 
 _PANEL = _keys("y", "ylabel", "logy")

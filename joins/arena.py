@@ -102,18 +102,21 @@ def _row_count(rows: pd.DataFrame | str | Path) -> int:
 
 
 def arena_outcome(res: Any, rows: pd.DataFrame | str | Path, r: Any, s: Any, on: str, *,
-                  setup: ArenaSetup, cost: Any,
-                  total: int) -> tuple[dict[str, tuple[float, str]], list[dict], str]:
+                  setup: ArenaSetup, cost: Any, total: int,
+                  mismatch: tuple[int, int] | None = None,
+                  ) -> tuple[dict[str, tuple[float, str]], list[dict], str]:
     """A run's arena metrics (name -> (value, unit)), its results-over-modeled-time rows, and
     an error ("" when exact): its result ``rows`` (a frame or a folder of Parquet files) are
     compared with DuckDB's join of ``r`` and ``s`` on ``on`` as a multiset, and the join's
     size, which the shares are shares of, is DuckDB's. ``res`` is the
-    :class:`joins.online.StreamResult`; ``total`` the input tuples."""
+    :class:`joins.online.StreamResult`; ``total`` the input tuples; ``mismatch`` (rows
+    missing, rows in excess) when the caller compared them already (an n-way or windowed join:
+    :func:`graph_mismatch`)."""
     from joins.compare import multiset_mismatch
 
     if isinstance(rows, pd.DataFrame):
         rows = rows.drop(columns=["phase", "produced_at", "unit"], errors="ignore")
-    missing, extra = multiset_mismatch(rows, r, s, on, "inner")
+    missing, extra = mismatch or multiset_mismatch(rows, r, s, on, "inner")
     expected = _row_count(rows) - extra + missing  # DuckDB's row count: ours - excess + missing
     metrics, series = arena_metrics(res.metrics, cost, expected=expected, budget=setup.budget,
                                     total=total, tups_per_block=setup.tups_per_block)
@@ -128,6 +131,37 @@ def arena_outcome(res: Any, rows: pd.DataFrame | str | Path, r: Any, s: Any, on:
     error = "" if not (missing or extra) else (
         f"differs from DuckDB's join: {missing} rows missing, {extra} rows in excess")
     return metrics, series, error
+
+
+def graph_mismatch(rows: pd.DataFrame, inputs: dict[str, pd.DataFrame],
+                   edges: list[tuple[str, str, str, str]], *, window: float | None = None,
+                   time: str | None = None) -> tuple[int, int]:
+    """(rows DuckDB's join has that ``rows`` lacks, rows in excess), with multiplicity, for a
+    join of any number of inputs along ``edges``, within an event-time ``window`` when given:
+    the oracle is :func:`joins.oracle.oracle_graph` (a window keeps the rows whose times lie
+    within it), compared as :func:`joins.compare.multiset_mismatch` compares a two-way join
+    (each side's distinct rows with their counts, matched null-safely). Two inputs ``R`` and
+    ``S`` carry the engine's ``l_`` / ``r_`` prefixes, n inputs their names'."""
+    from joins.oracle import oracle_graph_sql
+
+    prefixes = {"R": "l_", "S": "r_"} if list(inputs) == ["R", "S"] else None
+    con, select, params = oracle_graph_sql(inputs, edges, window=window, time=time,
+                                           prefixes=prefixes)
+    try:
+        con.register("_output_rows", rows)
+        names = [d[0] for d in con.execute(f"SELECT * FROM ({select}) LIMIT 0",
+                                           params).description]
+        cols = ", ".join(f'"{c}"' for c in names)
+        same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in names)
+        missing, extra = con.execute(
+            f"WITH a AS (SELECT {cols}, count(*) AS n FROM ({select}) GROUP BY ALL), "
+            f"b AS (SELECT {cols}, count(*) AS n FROM _output_rows GROUP BY ALL) "
+            "SELECT coalesce(sum(greatest(coalesce(a.n, 0) - coalesce(b.n, 0), 0)), 0), "
+            "coalesce(sum(greatest(coalesce(b.n, 0) - coalesce(a.n, 0), 0)), 0) "
+            f"FROM a FULL OUTER JOIN b ON {same}", params).fetchone()
+    finally:
+        con.close()
+    return int(missing), int(extra)
 
 
 # the terms of the time model (CostModel.worker_cost without its per-unit constant, plus the

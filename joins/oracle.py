@@ -327,6 +327,22 @@ def oracle_graph(
         con.close()
 
 
+def oracle_graph_sql(
+    inputs: dict[str, pd.DataFrame | str | Path],
+    edges: list[tuple[str, str, str, str]],
+    *,
+    band: float | None = None,
+    window: float | None = None,
+    time: str | None = None,
+    prefixes: dict[str, str] | None = None,
+) -> tuple[duckdb.DuckDBPyConnection, str, dict[str, float]]:
+    """A connection holding the inputs, :func:`oracle_graph`'s ``SELECT`` with the same
+    arguments and its parameters (``con.execute(sql, params)``), to compare with an output
+    without loading the join into Python; the caller closes the connection."""
+    con, body, params, select = _graph(inputs, edges, band, window, time, prefixes)
+    return con, f"SELECT {select} {body}", params
+
+
 def oracle_graph_count(
     inputs: dict[str, pd.DataFrame | str | Path],
     edges: list[tuple[str, str, str, str]],

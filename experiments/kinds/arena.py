@@ -15,7 +15,14 @@ M in total, M/J per unit of a distributed operator, M on a single site's one uni
 paper takes: its blocks and its own clock), ``time_unit_ms``, ``paper_ms`` and
 ``baseline_buckets`` (the DINER paper's time model and bucket rule, converted once by
 :func:`experiments.kinds.single_site.operator_params`), ``operator_params`` (the series'
-operator's own settings).
+operator's own settings), ``window_share`` (a sliding event-time window, as a share of the
+stream's last event time: tuples join only within it, and the oracle is the windowed join),
+``archive_share`` (with a window: the chained index's archive period as a share of the window,
+BiStream's P), ``cell`` (a name for the x when the x is a workload: the workload's parameters
+at that x are ``workload.params_by_x[x]``).
+
+Inputs: two relations ``R`` and ``S`` joined on ``key``, or n inputs along the edges of the
+generator's ``query.json`` (a chain of three: MJoin, D-CAPE, MINER).
 
 Whether an operator runs on a single site is read from its declaration
 (:func:`joins.arena.is_single_site`), never from a list here.
@@ -29,7 +36,9 @@ D-CAPE's pushes and clean-up reads are counted by the engine; the single-site op
 blocks are converted from their block counts). From it: the results over modeled time (the
 series ``results_share_t``), modeled time to 50% and 100% of the join, the share of the join
 produced before the stream ends, peak memory per unit, tuples sent over the network, and
-max/mean load over units. Every run's rows are compared with DuckDB's join as a multiset.
+max/mean load over units. Every run's rows are compared with DuckDB's join as a multiset
+(:func:`joins.compare.multiset_mismatch` for two inputs without a window,
+:func:`joins.arena.graph_mismatch`, the oracle's n-way and windowed join, otherwise).
 """
 
 from __future__ import annotations
@@ -46,8 +55,9 @@ from experiments.kinds import (
     point_spark,
     wall_clock_guard,
 )
+from experiments.kinds.query_inputs import read_query
 from experiments.kinds.single_site import operator_params as single_site_params
-from joins.arena import arena_outcome, arena_setup, is_single_site
+from joins.arena import arena_outcome, arena_setup, graph_mismatch, is_single_site
 
 
 def run_point(pc: PointContext) -> PointOutcome:
@@ -58,10 +68,18 @@ def run_point(pc: PointContext) -> PointOutcome:
     s = point_settings(pc)
     wl, run, algorithm = s["workload"], s["run"], s["algorithm"]
     params = dict(wl["params"])
+    params.update((wl.get("params_by_x") or {}).get(str(pc.x), {}))  # a workload per x
     params.setdefault("seed", pc.seed)
     spark, out = point_spark(pc)
     folder = Path(materialize(wl["generator"], params, progress=pc.progress))
-    frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in ("R", "S")}
+    query = read_query(folder)
+    if query is not None:  # n inputs along the generator's edges
+        frames, on, edges = query
+        inputs: dict = dict(inputs=frames, on=on)
+    else:
+        frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in ("R", "S")}
+        edges = [("R", "key", "S", "key")]
+        inputs = dict(r=frames["R"], s=frames["S"], on="key")
     total = sum(len(f) for f in frames.values())
     own = dict(run.get("operator_params") or {})
     single = is_single_site(algorithm, own)
@@ -71,16 +89,30 @@ def run_point(pc: PointContext) -> PointOutcome:
                         memory_total=int(round(float(run["memory_share"]) * total)),
                         resources=run.get("resources", "equal_total"), single_site=single)
     cost = cost_model(pc.calibration, run)
+    window = None
+    timed: dict = {"time": "t", "tick": float(run["tick"])}
+    if run.get("window_share") is not None:  # a sliding window over the stream's event time
+        window = float(run["window_share"]) * max(float(f["t"].max()) for f in frames.values())
+        timed["window"] = window
+        if run.get("archive_share") is not None:  # BiStream's chained index, period P
+            timed["archive"] = float(run["archive_share"]) * window
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
-        res = run_stream(spark, r=frames["R"], s=frames["S"], on="key", operator=algorithm,
-                         joiners=setup.units, time="t", tick=float(run["tick"]),
+        res = run_stream(spark, **inputs, operator=algorithm, joiners=setup.units, **timed,
                          memory_budget_tuples=setup.budget, seed=int(params["seed"]),
                          progress=pc.progress, partitions=min(setup.units, 2), cost=cost,
                          step_tuples=STEP_TUPLES, collect_output=True, **op_params)
+    rows = res.output.drop(columns=["phase", "produced_at", "unit"], errors="ignore")
+    mismatch = None
+    if query is not None or window is not None:  # the oracle's n-way or windowed join
+        mismatch = graph_mismatch(rows, frames, edges, window=window,
+                                  time=None if window is None else "t")
     # the check against DuckDB and the metrics: joins.arena, shared with python -m joins compare
-    metrics, out.series_rows, error = arena_outcome(res, res.output, frames["R"], frames["S"],
-                                                    "key", setup=setup, cost=cost, total=total)
+    metrics, out.series_rows, error = arena_outcome(
+        res, rows, frames.get("R"), frames.get("S"), "key", setup=setup, cost=cost,
+        total=total, mismatch=mismatch)
     out.metrics.update(metrics)
+    if window is not None:
+        out.metrics["window"] = (window, "event-time units")
     if error:
         out.status = "error"
         out.error = error
