@@ -20,10 +20,17 @@ def series_labels(figure: dict) -> dict[str, str]:
     return {k: (v or {}).get("label", k) for k, v in figure["series"].items()}
 
 
+# after tab10, black and Dark2: dark shades none of them has (navy, maroon, teal, olive, brown)
+EXTRA_COLORS = ((0.0, 0.0, 0.5), (0.5, 0.0, 0.0), (0.0, 0.5, 0.5), (0.33, 0.42, 0.18),
+                (0.55, 0.35, 0.0))
+
+
 def series_colors(names: list[str]) -> dict[str, str]:
-    """tab10 for the first ten series, then black and Dark2's darker shades (drawn dashed),
-    so an eleventh series is not drawn in the first one's colour."""
-    palettes = [plt.get_cmap("tab10").colors, [(0.0, 0.0, 0.0)], plt.get_cmap("Dark2").colors]
+    """tab10 for the first ten series, then black, Dark2's darker shades and five more dark
+    ones (drawn dashed, then dotted: :func:`series_linestyles`), so up to 24 series have
+    colours of their own (the arena's figures draw up to 20)."""
+    palettes = [plt.get_cmap("tab10").colors, [(0.0, 0.0, 0.0)], plt.get_cmap("Dark2").colors,
+                EXTRA_COLORS]
     colors = [tuple(c) for pal in palettes for c in pal]
     return {n: colors[i % len(colors)] for i, n in enumerate(names)}
 

@@ -15,11 +15,18 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from figures.style import footer_text, series_colors, series_labels, y_kind_of
+from figures.style import (
+    footer_text,
+    series_colors,
+    series_labels,
+    series_linestyles,
+    series_markers,
+    y_kind_of,
+)
 
 
 def _lines(ax, figure: dict, data: pd.DataFrame, y: str, names: list[str], colors: dict,
-           many_x: bool, style: str = "-") -> None:
+           many_x: bool, style: str = "-", looks: dict | None = None) -> None:
     labels = series_labels(figure)
     xname = figure["x"].get("name", "x")
     sub = data[data.metric == y]
@@ -37,8 +44,12 @@ def _lines(ax, figure: dict, data: pd.DataFrame, y: str, names: list[str], color
                 label = f"{label}, {xname}={xl}" if len(names) > 1 else f"{xname}={xl}"
                 color = cmap(i / max(1, len(xs) - 1)) if len(names) == 1 else color
             plot = figure.get("plot", {})
-            ax.plot(line["t"] * plot.get("t_scale", 100), line["value"], style, color=color,
-                    lw=1.2, label=label, marker="o" if plot.get("markers") else None, ms=4,
+            look = (looks or {}).get(name)  # a drawn series' own line style and marker
+            ls, marker = (look if look and style == "-" else
+                          (style, "o" if plot.get("markers") else None))
+            ax.plot(line["t"] * plot.get("t_scale", 100), line["value"], linestyle=ls,
+                    color=color, lw=1.2, label=label, marker=marker, ms=4,
+                    markevery=None if plot.get("markers") else max(1, len(line) // 6),
                     drawstyle="steps-post" if y.startswith("ilf_ratio") else "default")
 
 
@@ -55,7 +66,11 @@ def _shade(ax, data: pd.DataFrame, spec: dict) -> None:
 
 def _panel(ax, figure, data, plot, colors, many_x):
     names = plot.get("series") or list(figure["series"])
-    _lines(ax, figure, data, plot["y"], names, colors, many_x)
+    looks = None
+    if len(names) > 10:  # past ten series: a line style and a marker each, besides the colour
+        styles, markers = series_linestyles(names), series_markers(names)
+        looks = {n: (styles[n], markers[n]) for n in names}
+    _lines(ax, figure, data, plot["y"], names, colors, many_x, looks=looks)
     if plot.get("shade"):
         _shade(ax, data, plot["shade"])
     if plot.get("hline") is not None:
@@ -92,7 +107,9 @@ def _panel(ax, figure, data, plot, colors, many_x):
 def draw(figure: dict, results: pd.DataFrame):
     plot = figure.get("plot", {})
     data = results[results["t"].notna()]
-    colors = series_colors(list(figure["series"]))
+    # colours in the order of the series drawn (plot.series), so no drawn series shares one
+    drawn = list(plot.get("series") or figure["series"])
+    colors = series_colors(drawn + [n for n in figure["series"] if n not in drawn])
     status = results.groupby(["series", "x"])["status"].first()
     bad = status[status != "ok"]
     if plot.get("panels", "single") == "x":

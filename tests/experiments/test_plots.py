@@ -52,6 +52,32 @@ def test_series_beyond_ten_get_their_own_colour_and_a_dashed_line():
     assert [styles[n] for n in names] == ["-"] * 10 + ["--"] * 2
 
 
+def test_arena_time_series_give_each_drawn_series_its_own_colour_and_look():
+    # arena/skew draws 14 of its 48 series (seed replicates and sensitivity series not drawn):
+    # colours follow the drawn series, past ten each has a line style and a marker too
+    import matplotlib.pyplot as plt
+
+    from figures.style import series_colors
+
+    assert len(set(series_colors([f"s{i}" for i in range(24)]).values())) == 24
+    figure = load_figure("arena/skew", "tiny")
+    drawn = figure["plot"]["series"]
+    rows = [{"series": name, "x": 0.0, "x_label": "0.0", "metric": "results_share_t", "t": t,
+             "value": t / 2, "status": "ok", "point_id": name} for name in figure["series"]
+            for t in (0.0, 1.0, 2.0)]
+    results = pd.DataFrame(rows)
+    for col in ("scale", "spark_version", "spark_master", "calibration_id", "git_commit"):
+        results[col] = "test"
+    chart = load("timeseries")(figure, results)
+    lines = [ln for ln in chart.axes[0].get_lines() if ln.get_label() in
+             {(figure["series"][n] or {}).get("label", n) for n in drawn}]
+    assert len(lines) == len(drawn)
+    assert len({ln.get_color() if isinstance(ln.get_color(), str) else tuple(ln.get_color())
+                for ln in lines}) == len(drawn)
+    assert len({(ln.get_linestyle(), ln.get_marker()) for ln in lines}) == len(drawn)
+    plt.close(chart)
+
+
 def _results(values: dict[str, list[float]], metric: str = "modeled_time") -> pd.DataFrame:
     rows = [{"series": name, "x": float(x), "metric": metric, "value": v, "status": "ok",
              "point_id": f"{name}{x}"} for name, vs in values.items() for x, v in enumerate(vs)]
