@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 
 from experiments.config import compose, figure_of
@@ -29,7 +30,7 @@ def main(argv: list[str]) -> int:
             pc = PointContext(figure=figure, series=series, x=x, scale=cfg.scale.name,
                               seed=int(cfg.seed), spark_cfg={}, calibration=None)
             generator, params = module.inputs(pc)
-            key = (generator, tuple(sorted(params.items())))
+            key = (generator, json.dumps(params, sort_keys=True, default=str))  # nested dicts
             if key not in seen:
                 seen.add(key)
                 print(f"{figure['id']}: {generator} -> {materialize(generator, params, spark=spark)}")

@@ -60,26 +60,35 @@ from experiments.kinds.single_site import operator_params as single_site_params
 from joins.arena import arena_outcome, arena_setup, graph_mismatch, is_single_site
 
 
+def inputs(pc: PointContext) -> tuple[str, dict]:
+    """The generator and parameters of the point's inputs (what ``make data`` prepares): the
+    figure's workload, with the x's own parameters when the x is a workload
+    (``workload.params_by_x``); the seed is the figure's unless a replicate sets it."""
+    wl = point_settings(pc)["workload"]
+    params = dict(wl["params"])
+    params.update((wl.get("params_by_x") or {}).get(str(pc.x), {}))  # a workload per x
+    params.setdefault("seed", pc.seed)
+    return wl["generator"], params
+
+
 def run_point(pc: PointContext) -> PointOutcome:
     from datagen import materialize
     from joins.calibrated import cost_model
     from joins.online import run_stream
 
     s = point_settings(pc)
-    wl, run, algorithm = s["workload"], s["run"], s["algorithm"]
-    params = dict(wl["params"])
-    params.update((wl.get("params_by_x") or {}).get(str(pc.x), {}))  # a workload per x
-    params.setdefault("seed", pc.seed)
+    run, algorithm = s["run"], s["algorithm"]
+    generator, params = inputs(pc)
     spark, out = point_spark(pc)
-    folder = Path(materialize(wl["generator"], params, progress=pc.progress))
+    folder = Path(materialize(generator, params, progress=pc.progress))
     query = read_query(folder)
     if query is not None:  # n inputs along the generator's edges
         frames, on, edges = query
-        inputs: dict = dict(inputs=frames, on=on)
+        given: dict = dict(inputs=frames, on=on)
     else:
         frames = {name: pd.read_parquet(folder / f"{name}.parquet") for name in ("R", "S")}
         edges = [("R", "key", "S", "key")]
-        inputs = dict(r=frames["R"], s=frames["S"], on="key")
+        given = dict(r=frames["R"], s=frames["S"], on="key")
     total = sum(len(f) for f in frames.values())
     own = dict(run.get("operator_params") or {})
     single = is_single_site(algorithm, own)
@@ -97,7 +106,7 @@ def run_point(pc: PointContext) -> PointOutcome:
         if run.get("archive_share") is not None:  # BiStream's chained index, period P
             timed["archive"] = float(run["archive_share"]) * window
     with wall_clock_guard(spark, pc.wall_limit_s, f"{pc.figure['id']} {pc.series} x={pc.x}"):
-        res = run_stream(spark, **inputs, operator=algorithm, joiners=setup.units, **timed,
+        res = run_stream(spark, **given, operator=algorithm, joiners=setup.units, **timed,
                          memory_budget_tuples=setup.budget, seed=int(params["seed"]),
                          progress=pc.progress, partitions=min(setup.units, 2), cost=cost,
                          step_tuples=STEP_TUPLES, collect_output=True, **op_params)

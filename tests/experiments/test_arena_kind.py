@@ -100,3 +100,91 @@ def test_operators_meet_the_same_tiny_stream_exactly(spark, series):
         assert v["disk_written_tuples"] > 0 and v["share_before_end"] < 1
     else:
         assert v["units"] == 4 and v["memory_per_unit_tuples"] == 300 // 4
+
+
+def test_graph_mismatch_counts_rows_missing_and_in_excess_windowed_and_three_way():
+    from joins.arena import graph_mismatch
+    from joins.oracle import oracle_graph
+
+    rng = np.random.default_rng(0)
+    r = pd.DataFrame({"key": rng.integers(0, 5, 40), "t": np.sort(rng.uniform(0, 100, 40))})
+    s = pd.DataFrame({"key": rng.integers(0, 5, 40), "t": np.sort(rng.uniform(0, 100, 40))})
+    edges = [("R", "key", "S", "key")]
+    rows = oracle_graph({"R": r, "S": s}, edges, window=10.0, time="t",
+                        prefixes={"R": "l_", "S": "r_"})
+    full = oracle_graph({"R": r, "S": s}, edges, prefixes={"R": "l_", "S": "r_"})
+    assert 0 < len(rows) < len(full)  # the window keeps some pairs, not all
+    frames = {"R": r, "S": s}
+    assert graph_mismatch(rows, frames, edges, window=10.0, time="t") == (0, 0)
+    assert graph_mismatch(full, frames, edges, window=10.0, time="t") == \
+        (0, len(full) - len(rows))  # the full join has the pairs outside the window in excess
+    wrong = pd.concat([rows.iloc[1:], rows.iloc[:1], rows.iloc[:1]])  # one row twice
+    assert graph_mismatch(wrong.iloc[1:], frames, edges, window=10.0, time="t") == (1, 1)
+    three = {"A": r[["key"]].head(10), "B": s[["key"]].head(10), "C": r[["key"]].tail(10)}
+    chain = [("A", "key", "B", "key"), ("B", "key", "C", "key")]
+    rows3 = oracle_graph(three, chain)
+    assert len(rows3) and graph_mismatch(rows3, three, chain) == (0, 0)
+    assert graph_mismatch(rows3.iloc[:-1], three, chain) == (1, 0)
+
+
+def _tiny_point(figure_id: str, series: str, x, sizes: dict):
+    from runtime.cost_model import load_calibration
+
+    figure = copy.deepcopy(load_figure(figure_id, "tiny"))
+    figure["workload"]["sizes"]["tiny"] = {**figure["workload"]["sizes"]["tiny"], **sizes}
+    pc = PointContext(figure=figure, series=series, x=x, scale="tiny", seed=0,
+                      spark_cfg=SESSION, calibration=load_calibration(), progress=False)
+    out = run_point(pc)
+    assert out.status == "ok", out.error
+    v = {k: val for k, (val, _) in out.metrics.items()}
+    assert v["exact"] == 1 and v["rows_missing"] == v["rows_in_excess"] == 0
+    assert v["output_rows"] == v["oracle_rows"] > 0
+    return figure, v
+
+
+def test_a_windowed_point_is_exact_against_the_windowed_join(spark):
+    from datagen import materialize
+    from joins.oracle import oracle_graph_count
+
+    figure, v = _tiny_point("arena/windows", "join_biclique_cr", 0.05,
+                            {"n_r": 150, "n_s": 150, "domain": 20})
+    params = {**figure["workload"]["params"], **figure["workload"]["sizes"]["tiny"],
+              "seed": 0}
+    folder = materialize("diner_streams", params, progress=False)
+    r, s = (pd.read_parquet(f"{folder}/{n}.parquet") for n in ("R", "S"))
+    assert v["window"] == pytest.approx(0.05 * max(r["t"].max(), s["t"].max()))
+    edges = [("R", "key", "S", "key")]
+    assert v["oracle_rows"] == oracle_graph_count({"R": r, "S": s}, edges, window=v["window"],
+                                                  time="t")
+    assert v["oracle_rows"] < oracle_graph_count({"R": r, "S": s}, edges)  # a window: fewer
+    assert v["units"] == 4
+
+
+@pytest.mark.parametrize("series", ["miner", "mjoin"])
+def test_a_three_input_point_is_exact_against_the_three_way_join(spark, series):
+    from datagen import materialize
+    from experiments.kinds.query_inputs import read_query
+    from joins.oracle import oracle_graph_count
+
+    figure, v = _tiny_point("arena/three_inputs", series, 0.05, {"middle": 150, "keys": 20})
+    params = {**figure["workload"]["params"], **figure["workload"]["sizes"]["tiny"],
+              "seed": 0}
+    frames, _, edges = read_query(materialize("miner_chain", params, progress=False))
+    assert list(frames) == ["R1", "R2", "R3"]
+    assert v["oracle_rows"] == oracle_graph_count(frames, edges)
+    total = sum(len(f) for f in frames.values())
+    assert v["units"] == 1 and v["memory_per_unit_tuples"] == round(0.05 * total)
+    assert v["disk_written_tuples"] > 0  # 5% of the input: a single site flushes
+
+
+def test_the_fluctuation_figures_workload_is_the_x_cells(spark):
+    from datagen import materialize
+    from joins.oracle import oracle_count
+
+    figure, v = _tiny_point("arena/fluctuation", "shj", "fluct",
+                            {"n_r": 150, "n_s": 150, "domain": 20})
+    wl = figure["workload"]
+    params = {**wl["params"], **wl["sizes"]["tiny"], **wl["params_by_x"]["fluct"], "seed": 0}
+    assert params["order"] == "fluct" and params["order_times"]
+    folder = materialize("diner_streams", params, progress=False)  # the point's inputs
+    assert v["oracle_rows"] == oracle_count(f"{folder}/R.parquet", f"{folder}/S.parquet")

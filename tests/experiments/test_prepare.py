@@ -41,3 +41,18 @@ def test_prepare_produces_an_online_figure_input(tmp_path, monkeypatch, capsys):
         assert (m["params"]["query"], m["params"]["sf"]) == ("fluct", 0.001)
         assert m["rows"]["R"] > 0 and m["rows"]["S"] > 0
         assert f"squall/fig5k: squall_query -> {folder}" in out
+
+
+def test_prepare_lists_the_arenas_inputs_per_workload_and_seed(monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(runtime.spark_session, "get_spark", lambda *a, **kw: None)
+    monkeypatch.setattr(datagen, "materialize",
+                        lambda gen, params, **kw: calls.append((gen, params)) or "FOLDER")
+    assert prepare.main(["figure=arena/fluctuation", "scale=tiny"]) == 0
+    # 20 series, but every operator reads the same streams: the two workloads (x, with their
+    # own parameters: the Fluct-join order on the event times, the drifting keys) x 3 seeds
+    got = sorted((p.get("order", "-"), p.get("periods", 1), p["seed"]) for _, p in calls)
+    assert got == sorted((o, n, seed) for o, n in (("fluct", 1), ("-", 10))
+                         for seed in (0, 1, 2))
+    assert all(g == "diner_streams" for g, _ in calls)
+    assert capsys.readouterr().out.count("arena/fluctuation: diner_streams -> FOLDER") == 6
