@@ -135,8 +135,8 @@ def decision_table(figure: dict, results: pd.DataFrame, sensitivity: bool = Fals
             cand = [s for s in order if s in wide.index and pd.notna(wide.loc[s, metric])]
             if m.get("among") == "distributed" and "units" in wide.columns:
                 cand = [s for s in cand if wide.loc[s, "units"] > 1]
-            if not cand:
-                continue
+            if len(cand) < 2:  # one operator ranked (arena/three_inputs' load: D-CAPE alone
+                continue  # is distributed) decides nothing
             sign = 1.0 if better == "lower" else -1.0
             means = wide.loc[cand, metric]
             ranked = sorted(cand, key=lambda s: (sign * means[s], order.index(s)))

@@ -69,6 +69,14 @@ def test_a_stable_best_with_its_margin_and_why_and_an_unstable_cell():
     assert "stable (3 seeds)" in text and "yard" not in text
 
 
+def test_a_metric_with_one_operator_ranked_has_no_cell():
+    # arena/three_inputs: D-CAPE is its only distributed operator, so load decides nothing
+    vals = {(f"{n}{suffix}", 0.0): _point(t, units=u) for suffix in ("", "_seed1", "_seed2")
+            for n, t, u in (("a", 1.0, 4), ("b", 2.0, 1), ("c", 3.0, 1))}
+    cells = {(c.x, c.metric) for c in decision_table(FIGURE, _rows(vals))}
+    assert (0.0, "time") in cells and (0.0, "load") not in cells
+
+
 def test_the_sensitivity_rule_changes_a_best_where_it_does():
     vals = {("a", 0.0): _point(2.0), ("b", 0.0): _point(3.0), ("c", 0.0): _point(2.5, units=1),
             ("c_per_unit", 0.0): _point(1.0, units=1)}
