@@ -25,7 +25,9 @@ agree within 5% at a ``check`` of 4 or more. It writes nothing to ``results/``.
 On amjoin/fig9 it does not (2026-11-28, x = 10000, fit 2x, check 4x): DER's and DDR's records
 in are 42% over the real ones, rows produced 8-13% under, and IB-Join's 4x plan has a stage
 more (amjoin/fig9's choices.paper_regime: why no affine fit follows that workload's counts), so
-no figure sets ``run.regime_fit`` and no verdict reads its metrics.
+no verdict reads its metrics: the batch kind does not call :func:`fit_metrics` (a figure
+would, once a rule validates, by a hook in ``experiments.kinds.batch_join``, which then must
+not be imported back from here at module level: tests/test_layering.py).
 """
 
 from __future__ import annotations

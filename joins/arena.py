@@ -112,7 +112,7 @@ def arena_outcome(res: Any, rows: pd.DataFrame | str | Path, r: Any, s: Any, on:
     :class:`joins.online.StreamResult`; ``total`` the input tuples; ``mismatch`` (rows
     missing, rows in excess) when the caller compared them already (an n-way or windowed join:
     :func:`graph_mismatch`)."""
-    from joins.compare import multiset_mismatch
+    from joins.oracle import multiset_mismatch
 
     if isinstance(rows, pd.DataFrame):
         rows = rows.drop(columns=["phase", "produced_at", "unit"], errors="ignore")
@@ -139,29 +139,19 @@ def graph_mismatch(rows: pd.DataFrame, inputs: dict[str, pd.DataFrame],
     """(rows DuckDB's join has that ``rows`` lacks, rows in excess), with multiplicity, for a
     join of any number of inputs along ``edges``, within an event-time ``window`` when given:
     the oracle is :func:`joins.oracle.oracle_graph` (a window keeps the rows whose times lie
-    within it), compared as :func:`joins.compare.multiset_mismatch` compares a two-way join
+    within it), compared as :func:`joins.oracle.multiset_mismatch` compares a two-way join
     (each side's distinct rows with their counts, matched null-safely). Two inputs ``R`` and
     ``S`` carry the engine's ``l_`` / ``r_`` prefixes, n inputs their names'."""
-    from joins.oracle import oracle_graph_sql
+    from joins.oracle import count_difference, oracle_graph_sql
 
     prefixes = {"R": "l_", "S": "r_"} if list(inputs) == ["R", "S"] else None
     con, select, params = oracle_graph_sql(inputs, edges, window=window, time=time,
                                            prefixes=prefixes)
     try:
         con.register("_output_rows", rows)
-        names = [d[0] for d in con.execute(f"SELECT * FROM ({select}) LIMIT 0",
-                                           params).description]
-        cols = ", ".join(f'"{c}"' for c in names)
-        same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in names)
-        missing, extra = con.execute(
-            f"WITH a AS (SELECT {cols}, count(*) AS n FROM ({select}) GROUP BY ALL), "
-            f"b AS (SELECT {cols}, count(*) AS n FROM _output_rows GROUP BY ALL) "
-            "SELECT coalesce(sum(greatest(coalesce(a.n, 0) - coalesce(b.n, 0), 0)), 0), "
-            "coalesce(sum(greatest(coalesce(b.n, 0) - coalesce(a.n, 0), 0)), 0) "
-            f"FROM a FULL OUTER JOIN b ON {same}", params).fetchone()
+        return count_difference(con, select, "_output_rows", params)
     finally:
         con.close()
-    return int(missing), int(extra)
 
 
 # the terms of the time model (CostModel.worker_cost without its per-unit constant, plus the

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from joins.oracle import multiset_mismatch  # noqa: F401  (joins.compare's own name for it)
+
 # the table's columns (units and meanings: joins.summary.METRICS)
 COLUMNS = ("modeled_s", "wall_s", "output_rows", "shuffle_write_bytes", "task_imbalance",
            "spark_tasks")
@@ -44,35 +46,6 @@ class Comparison:
     workers: str = "executors"
     series: pd.DataFrame | None = None  # online: results over modeled time (joins.arena)
     where: str = ""  # online: the arena's resources, said under the table and on the chart
-
-
-def multiset_mismatch(output: str | Path | pd.DataFrame, left, right, on: str,
-                      how: str) -> tuple[int, int]:
-    """(rows DuckDB's join has that ``output`` lacks, rows ``output`` has in excess), counted
-    with multiplicity (EXCEPT ALL, where nulls compare equal) on the oracle's columns (an
-    output's own extra columns, e.g. the online engine's ``phase``, are not compared).
-    ``output``: a folder of Parquet files or a frame; ``left``, ``right``: paths or frames."""
-    from joins.oracle import oracle_join_sql
-
-    con, select = oracle_join_sql(left, right, on, how)
-    if isinstance(output, pd.DataFrame):
-        con.register("_output_rows", output)
-        mine = "_output_rows"
-    else:
-        mine = "read_parquet('{}')".format(str(Path(output) / "*.parquet").replace("'", "''"))
-    names = con.sql(f"SELECT * FROM ({select}) LIMIT 0").columns
-    cols = ", ".join(f'"{c}"' for c in names)
-    # each side's distinct rows with their multiplicity, matched null-safely: the same answer
-    # as EXCEPT ALL both ways, in two hash aggregations and one hash join (EXCEPT ALL numbers
-    # every row: about 3x slower on 4.6M rows)
-    same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in names)
-    missing, extra = con.sql(
-        f"WITH a AS (SELECT {cols}, count(*) AS n FROM ({select}) GROUP BY ALL), "
-        f"b AS (SELECT {cols}, count(*) AS n FROM {mine} GROUP BY ALL) "
-        "SELECT coalesce(sum(greatest(coalesce(a.n, 0) - coalesce(b.n, 0), 0)), 0), "
-        "coalesce(sum(greatest(coalesce(b.n, 0) - coalesce(a.n, 0), 0)), 0) "
-        f"FROM a FULL OUTER JOIN b ON {same}").fetchone()
-    return int(missing), int(extra)
 
 
 def compare_batch(spark, algorithms: list, left: str, right: str, *, on: str, how: str,

@@ -358,3 +358,37 @@ def oracle_graph_count(
         return int(con.execute(f"SELECT count(*) {body}", params).fetchone()[0])
     finally:
         con.close()
+
+
+def count_difference(con: duckdb.DuckDBPyConnection, select: str, mine: str,
+                     params: dict | None = None) -> tuple[int, int]:
+    """(rows ``select`` has that ``mine`` lacks, rows ``mine`` has in excess), counted with
+    multiplicity on ``select``'s columns: each side's distinct rows with their counts, matched
+    null-safely. The same answer as EXCEPT ALL both ways, in two hash aggregations and one hash
+    join (EXCEPT ALL numbers every row: about 3x slower on 4.6M rows)."""
+    names = [d[0] for d in con.execute(f"SELECT * FROM ({select}) LIMIT 0",
+                                       params or {}).description]
+    cols = ", ".join(f'"{c}"' for c in names)
+    same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in names)
+    missing, extra = con.execute(
+        f"WITH a AS (SELECT {cols}, count(*) AS n FROM ({select}) GROUP BY ALL), "
+        f"b AS (SELECT {cols}, count(*) AS n FROM {mine} GROUP BY ALL) "
+        "SELECT coalesce(sum(greatest(coalesce(a.n, 0) - coalesce(b.n, 0), 0)), 0), "
+        "coalesce(sum(greatest(coalesce(b.n, 0) - coalesce(a.n, 0), 0)), 0) "
+        f"FROM a FULL OUTER JOIN b ON {same}", params or {}).fetchone()
+    return int(missing), int(extra)
+
+
+def multiset_mismatch(output: str | Path | pd.DataFrame, left, right, on: str,
+                      how: str) -> tuple[int, int]:
+    """(rows DuckDB's join has that ``output`` lacks, rows ``output`` has in excess), counted
+    with multiplicity (nulls compare equal) on the oracle's columns (an output's own extra
+    columns, e.g. the online engine's ``phase``, are not compared). ``output``: a folder of
+    Parquet files or a frame; ``left``, ``right``: paths or frames."""
+    con, select = oracle_join_sql(left, right, on, how)
+    if isinstance(output, pd.DataFrame):
+        con.register("_output_rows", output)
+        mine = "_output_rows"
+    else:
+        mine = "read_parquet('{}')".format(str(Path(output) / "*.parquet").replace("'", "''"))
+    return count_difference(con, select, mine)

@@ -37,7 +37,7 @@ blocks are converted from their block counts). From it: the results over modeled
 series ``results_share_t``), modeled time to 50% and 100% of the join, the share of the join
 produced before the stream ends, peak memory per unit, tuples sent over the network, and
 max/mean load over units. Every run's rows are compared with DuckDB's join as a multiset
-(:func:`joins.compare.multiset_mismatch` for two inputs without a window,
+(:func:`joins.oracle.multiset_mismatch` for two inputs without a window,
 :func:`joins.arena.graph_mismatch`, the oracle's n-way and windowed join, otherwise).
 """
 

@@ -147,10 +147,6 @@ def run_point(pc: PointContext) -> PointOutcome:
     if regime is not None:  # the paper's regime (experiments.paper_regime)
         m.update(regime_metrics(cap.result.tasks, executors, pc.calibration.batch,
                                 run.get("schedule", "list"), *regime, as_run=out.stages))
-    if regime is not None and run.get("regime_fit"):  # the fit's regime (experiments.regime_fit)
-        from experiments.regime_fit import fit_metrics
-
-        m.update(fit_metrics(pc, cap.result.tasks, float(run["regime_fit"]["factor"])))
     m["local_wall_time"] = (wall, "local wall s")
     m["output_rows"] = (rows, "rows")
     m["output_checksum"] = (float(checksum % 2**52), "checksum")  # low bits: exact as a float

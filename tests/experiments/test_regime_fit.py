@@ -111,13 +111,3 @@ def test_fit_metrics_names_the_regime_and_says_where_the_rule_does_not_apply(mon
     monkeypatch.setattr(regime_fit, "run_at",
                         lambda pc, factor: (0.25, SimpleNamespace(tasks=_tasks().iloc[:4])))
     assert regime_fit.fit_metrics(pc, _tasks(), 2.0) == {"regime_fit_applies": (0.0, "bool")}
-
-
-def test_the_batch_kind_asks_for_the_fit_where_the_figure_declares_it():
-    """A figure that sets run.regime_fit gets the fit's metrics on its points (none does yet:
-    the rule has not validated on amjoin/fig9)."""
-    import inspect
-
-    from experiments.kinds import batch_join
-
-    assert "fit_metrics" in inspect.getsource(batch_join.run_point)
