@@ -25,9 +25,7 @@ agree within 5% at a ``check`` of 4 or more. It writes nothing to ``results/``.
 On amjoin/fig9 it does not (2026-11-28, x = 10000, fit 2x, check 4x): DER's and DDR's records
 in are 42% over the real ones, rows produced 8-13% under, and IB-Join's 4x plan has a stage
 more (amjoin/fig9's choices.paper_regime: why no affine fit follows that workload's counts), so
-no verdict reads its metrics: the batch kind does not call :func:`fit_metrics` (a figure
-would, once a rule validates, by a hook in ``experiments.kinds.batch_join``, which then must
-not be imported back from here at module level: tests/test_layering.py).
+no figure uses it: it is a validation tool only.
 """
 
 from __future__ import annotations
@@ -38,7 +36,6 @@ from typing import Any
 
 import pandas as pd
 
-from experiments.figure_spec import by_scale
 from experiments.kinds import PointContext, point_settings
 from experiments.paper_regime import DATA_SIZES, grown_params, records
 from runtime.cost_model import BatchCosts, per_task_share, scaled_counts, stage_table
@@ -141,11 +138,11 @@ def fit_table(tasks: pd.DataFrame, larger_tasks: pd.DataFrame, executors: int,
 
 
 def grown_context(pc: PointContext, t: float) -> PointContext:
-    """The point at ``t`` on the line to the paper's sizes (without a fit of its own)."""
+    """The point at ``t`` on the line to the paper's sizes."""
     wl = point_settings(pc)["workload"]
     paper = grown_params(wl["generator"], wl["params"], pc.figure["workload"]["sizes"]["paper"])
     sizes = path_sizes(wl["generator"], wl["params"], paper, t)
-    figure = without_fit(pc.figure)
+    figure = copy.deepcopy(pc.figure)
     held = figure["workload"]["sizes"][pc.scale]
     figure["workload"]["sizes"][pc.scale] = {**held, **{k: sizes[k] for k in held if k in sizes}}
     x_name = figure["x"]["param"].rsplit(".", 1)[-1]
@@ -153,13 +150,6 @@ def grown_context(pc: PointContext, t: float) -> PointContext:
     return PointContext(figure=figure, series=pc.series, x=x, scale=pc.scale, seed=pc.seed,
                         spark_cfg=pc.spark_cfg, calibration=pc.calibration,
                         progress=pc.progress, wall_limit_s=pc.wall_limit_s)
-
-
-def without_fit(figure: dict) -> dict:
-    """The figure without ``run.regime_fit`` (a grown run does not fit again)."""
-    figure = copy.deepcopy(figure)
-    figure.get("run", {}).pop("regime_fit", None)
-    return figure
 
 
 def run_at(pc: PointContext, factor: float) -> tuple[float, Any]:
@@ -177,27 +167,6 @@ def run_at(pc: PointContext, factor: float) -> tuple[float, Any]:
     return t, outcome
 
 
-def fit_metrics(pc: PointContext, tasks: pd.DataFrame, factor: float) -> dict[str, tuple]:
-    """The point's modeled time and per-task share at the paper's sizes by the fit, from its
-    own ``tasks`` and a run at ``factor`` times its records (run here); where the two plans
-    differ, only ``regime_fit_applies`` = 0."""
-    s = point_settings(pc)
-    e_run = int(s["run"]["executors"])
-    e_paper = float(by_scale(pc.figure["run"]["executors"], "paper"))
-    schedule = s["run"].get("schedule", "list")
-    t, larger = run_at(pc, factor)
-    try:
-        table = fit_table(tasks, larger.tasks, e_run, pc.calibration.batch, schedule, t, 1.0,
-                          e_run / e_paper)
-    except PlanMismatch as exc:
-        print(f"regime_fit: {pc.figure['id']} {pc.series} x={pc.x}: {exc}", file=sys.stderr)
-        return {"regime_fit_applies": (0.0, "bool")}
-    return {"regime_fit_applies": (1.0, "bool"),
-            "modeled_time_regime_fit": (float(table["modeled_s"].sum()), "modeled s"),
-            "per_task_share_regime_fit": (per_task_share(table), "ratio"),
-            "regime_fit_factor": (factor, "ratio")}
-
-
 def validate(argv: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     """Run the point at 1x, fit x and check x its records; the fit's extrapolation to the
     check run against it (per stage and totals) and a summary."""
@@ -213,7 +182,7 @@ def validate(argv: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
     require_figure(opts["figure"])
     scale = opts.get("scale", "small")
     cfg = compose([f"figure={opts['figure']}", f"scale={scale}", "spark=local"])
-    figure = without_fit(with_seed_replicates(plain(cfg.figure)))
+    figure = with_seed_replicates(plain(cfg.figure))
     require_series(figure, opts["series"])
     pc = point_context(cfg, figure, opts["series"], _x(figure, scale, opts["x"]))
     _, base = run_at(pc, 1.0)

@@ -25,7 +25,6 @@ them in one place and a user's stream is measured as the arena's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -93,31 +92,15 @@ def arena_setup(operator: str, params: dict, *, units: int, memory_total: int,
                       _tups_per_block(operator, params))
 
 
-def _row_count(rows: pd.DataFrame | str | Path) -> int:
-    if isinstance(rows, pd.DataFrame):
-        return len(rows)
-    import pyarrow.dataset as ds
-
-    return ds.dataset(str(rows), format="parquet").count_rows()
-
-
-def arena_outcome(res: Any, rows: pd.DataFrame | str | Path, r: Any, s: Any, on: str, *,
-                  setup: ArenaSetup, cost: Any, total: int,
-                  mismatch: tuple[int, int] | None = None,
-                  ) -> tuple[dict[str, tuple[float, str]], list[dict], str]:
+def arena_outcome(res: Any, *, missing: int, extra: int, output_rows: int, setup: ArenaSetup,
+                  cost: Any, total: int) -> tuple[dict[str, tuple[float, str]], list[dict], str]:
     """A run's arena metrics (name -> (value, unit)), its results-over-modeled-time rows, and
-    an error ("" when exact): its result ``rows`` (a frame or a folder of Parquet files) are
-    compared with DuckDB's join of ``r`` and ``s`` on ``on`` as a multiset, and the join's
-    size, which the shares are shares of, is DuckDB's. ``res`` is the
-    :class:`joins.online.StreamResult`; ``total`` the input tuples; ``mismatch`` (rows
-    missing, rows in excess) when the caller compared them already (an n-way or windowed join:
-    :func:`graph_mismatch`)."""
-    from joins.oracle import multiset_mismatch
-
-    if isinstance(rows, pd.DataFrame):
-        rows = rows.drop(columns=["phase", "produced_at", "unit"], errors="ignore")
-    missing, extra = mismatch or multiset_mismatch(rows, r, s, on, "inner")
-    expected = _row_count(rows) - extra + missing  # DuckDB's row count: ours - excess + missing
+    an error ("" when exact), from the caller's multiset check of its ``output_rows`` rows
+    against DuckDB's join (``missing``, ``extra``: :func:`graph_mismatch` or
+    :func:`joins.oracle.multiset_mismatch`); the join's size, which the shares are shares of,
+    is DuckDB's. ``res`` is the :class:`joins.online.StreamResult`; ``total`` the input
+    tuples."""
+    expected = output_rows - extra + missing  # DuckDB's row count: ours - excess + missing
     metrics, series = arena_metrics(res.metrics, cost, expected=expected, budget=setup.budget,
                                     total=total, tups_per_block=setup.tups_per_block)
     metrics.update({

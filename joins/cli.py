@@ -59,34 +59,22 @@ def parse_kv(argv: list[str]) -> dict[str, str]:
 
 
 def number_option(opts: dict[str, str], name: str, cast: type[int] | type[float],
-                  default: float | None, minimum: float) -> Any:
-    """``opts[name]`` as a finite number >= ``minimum``, or ``default`` when absent.
+                  default: float | None, minimum: float, above: bool = False) -> Any:
+    """``opts[name]`` as a finite number >= ``minimum`` (> it when ``above``: a tick of 0
+    would never advance), or ``default`` when absent.
 
     Checked here so a typo is one usage line, not a traceback after Spark has started.
     """
     if name not in opts:
         return default
     kind = "an integer" if cast is int else "a number"
+    bound = f"{'>' if above else '>='} {minimum:g}"
     try:
         value = cast(opts[name])
     except ValueError:
-        raise CliError(f"{name} must be {kind} >= {minimum:g}, got {opts[name]!r}") from None
-    if not math.isfinite(value) or value < minimum:
-        raise CliError(f"{name} must be {kind} >= {minimum:g}, got {opts[name]!r}")
-    return value
-
-
-def positive_option(opts: dict[str, str], name: str) -> float | None:
-    """``opts[name]`` as a finite number > 0, or None when absent (a tick of 0 would never
-    advance)."""
-    if name not in opts:
-        return None
-    try:
-        value = float(opts[name])
-    except ValueError:
-        value = float("nan")
-    if not (math.isfinite(value) and value > 0):
-        raise CliError(f"{name} must be a number > 0, got {opts[name]!r}")
+        raise CliError(f"{name} must be {kind} {bound}, got {opts[name]!r}") from None
+    if not math.isfinite(value) or value < minimum or (above and value == minimum):
+        raise CliError(f"{name} must be {kind} {bound}, got {opts[name]!r}")
     return value
 
 
@@ -335,7 +323,7 @@ def _stream_run_options(opts: dict[str, str]) -> dict[str, Any]:
     if "check" in opts and not flag_option(opts, "check"):
         raise CliError("compare operators=... always checks each operator against DuckDB (its "
                        "shares are shares of DuckDB's join): drop check=false")
-    tick = positive_option(opts, "tick")
+    tick = number_option(opts, "tick", float, None, minimum=0, above=True)
     time = opts.get("time") or None
     if tick is not None and time is None:
         raise CliError("tick= cuts the stream at event-time ticks: it needs time=COLUMN")

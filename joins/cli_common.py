@@ -25,6 +25,13 @@ def parquet_schema(path: str) -> Any:
         raise CliError(f"input {path} is not readable as Parquet: {exc}") from None
 
 
+def parquet_rows(path: str | Path) -> int:
+    """Rows of a Parquet file or folder, from its metadata only."""
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(path), format="parquet").count_rows()
+
+
 def check_key(schemas: dict[str, Any], on: str) -> None:
     """``on=`` (``k``, ``a,b``, ``left_col=right_col``; :func:`joins.keys.parse_on`) names
     columns of both sides (the first and second schema) of the same types, pair by pair."""

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from joins.oracle import multiset_mismatch  # noqa: F401  (joins.compare's own name for it)
+from joins.cli_common import parquet_rows
+from joins.oracle import multiset_mismatch
 
 # the table's columns (units and meanings: joins.summary.METRICS)
 COLUMNS = ("modeled_s", "wall_s", "output_rows", "shuffle_write_bytes", "task_imbalance",
@@ -187,7 +188,7 @@ def compare_stream(spark, operators: list[str], r: str, s: str, *, on: str, join
 
     calibration = load_calibration()
     cost = cost_model(calibration)
-    total = _row_count(r) + _row_count(s)
+    total = parquet_rows(r) + parquet_rows(s)
     memory_total = total if memory is None else int(memory)
     rows, curves, errors = [], [], {}
     for i, op in enumerate(operators, 1):
@@ -211,13 +212,6 @@ def compare_stream(spark, operators: list[str], r: str, s: str, *, on: str, join
                       workers="joiners", series=pd.DataFrame(curves), where=where)
 
 
-def _row_count(path: str | Path) -> int:
-    """Rows of a Parquet input (its metadata only)."""
-    import pyarrow.dataset as ds
-
-    return ds.dataset(str(path), format="parquet").count_rows()
-
-
 def _arena_run(spark, op: str, own: dict[str, Any], r: str, s: str, *, on: str, cost: Any,
                total: int, units: int, memory_total: int, resources: str,
                scratch: Path | None, stream_kw: dict) -> tuple[dict, list[dict], str]:
@@ -234,7 +228,9 @@ def _arena_run(spark, op: str, own: dict[str, Any], r: str, s: str, *, on: str, 
         res = run_stream(spark, r, s, operator=op, joiners=setup.units, on=on, cost=cost,
                          memory_budget_tuples=setup.budget, output=folder, progress=False,
                          **stream_kw, **own)
-        return arena_outcome(res, folder, r, s, on, setup=setup, cost=cost, total=total)
+        missing, extra = multiset_mismatch(folder, r, s, on, "inner")
+        return arena_outcome(res, missing=missing, extra=extra, output_rows=parquet_rows(folder),
+                             setup=setup, cost=cost, total=total)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

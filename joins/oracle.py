@@ -69,7 +69,10 @@ def oracle_join(
 ) -> pd.DataFrame:
     """The exact join as a pandas frame with ``l_*`` and ``r_*`` columns."""
     con, select = oracle_join_sql(left, right, on, how, band)
-    return con.sql(select).df()
+    try:
+        return con.sql(select).df()
+    finally:
+        con.close()
 
 
 def oracle_join_sql(
@@ -320,9 +323,10 @@ def oracle_graph(
     raise ValueError. ``oracle_graph({"R": r, "S": s}, [("R", "key", "S", "key")],
     prefixes={"R": "l_", "S": "r_"})`` is ``oracle_join(r, s, "key")``.
     """
-    con, body, params, select = _graph(inputs, edges, band, window, time, prefixes)
+    con, sql, params = oracle_graph_sql(inputs, edges, band=band, window=window, time=time,
+                                        prefixes=prefixes)
     try:
-        return con.execute(f"SELECT {select} {body}", params).df()
+        return con.execute(sql, params).df()
     finally:
         con.close()
 
@@ -386,9 +390,13 @@ def multiset_mismatch(output: str | Path | pd.DataFrame, left, right, on: str,
     columns, e.g. the online engine's ``phase``, are not compared). ``output``: a folder of
     Parquet files or a frame; ``left``, ``right``: paths or frames."""
     con, select = oracle_join_sql(left, right, on, how)
-    if isinstance(output, pd.DataFrame):
-        con.register("_output_rows", output)
-        mine = "_output_rows"
-    else:
-        mine = "read_parquet('{}')".format(str(Path(output) / "*.parquet").replace("'", "''"))
-    return count_difference(con, select, mine)
+    try:
+        if isinstance(output, pd.DataFrame):
+            con.register("_output_rows", output)
+            mine = "_output_rows"
+        else:
+            mine = "read_parquet('{}')".format(
+                str(Path(output) / "*.parquet").replace("'", "''"))
+        return count_difference(con, select, mine)
+    finally:
+        con.close()

@@ -37,8 +37,8 @@ blocks are converted from their block counts). From it: the results over modeled
 series ``results_share_t``), modeled time to 50% and 100% of the join, the share of the join
 produced before the stream ends, peak memory per unit, tuples sent over the network, and
 max/mean load over units. Every run's rows are compared with DuckDB's join as a multiset
-(:func:`joins.oracle.multiset_mismatch` for two inputs without a window,
-:func:`joins.arena.graph_mismatch`, the oracle's n-way and windowed join, otherwise).
+(:func:`joins.arena.graph_mismatch`: the oracle's join of the two or n inputs, windowed where
+the figure has a window).
 """
 
 from __future__ import annotations
@@ -110,15 +110,13 @@ def run_point(pc: PointContext) -> PointOutcome:
                          memory_budget_tuples=setup.budget, seed=int(params["seed"]),
                          progress=pc.progress, partitions=min(setup.units, 2), cost=cost,
                          step_tuples=STEP_TUPLES, collect_output=True, **op_params)
-    rows = res.output.drop(columns=["phase", "produced_at", "unit"], errors="ignore")
-    mismatch = None
-    if query is not None or window is not None:  # the oracle's n-way or windowed join
-        mismatch = graph_mismatch(rows, frames, edges, window=window,
-                                  time=None if window is None else "t")
-    # the check against DuckDB and the metrics: joins.arena, shared with python -m joins compare
+    # the check against DuckDB's join (two inputs, n, or windowed: the oracle's graph join) and
+    # the metrics: joins.arena, shared with python -m joins compare
+    missing, extra = graph_mismatch(res.output, frames, edges, window=window,
+                                    time=None if window is None else "t")
     metrics, out.series_rows, error = arena_outcome(
-        res, rows, frames.get("R"), frames.get("S"), "key", setup=setup, cost=cost,
-        total=total, mismatch=mismatch)
+        res, missing=missing, extra=extra, output_rows=len(res.output), setup=setup, cost=cost,
+        total=total)
     out.metrics.update(metrics)
     if window is not None:
         out.metrics["window"] = (window, "event-time units")

@@ -45,7 +45,13 @@ from joins.cli_checks import (
     output_path,
     write_marked_parquet,
 )
-from joins.cli_common import CliError, check_key, parquet_schema, spark_preset_or_usage_error
+from joins.cli_common import (
+    CliError,
+    check_key,
+    parquet_rows,
+    parquet_schema,
+    spark_preset_or_usage_error,
+)
 
 USAGE = "\n\n".join(__doc__.split("\n\n")[1:3])
 _ENGINE = {"operator", "r", "s", "on", "band", "joiners", "order", "k", "controller", "out",
@@ -390,13 +396,6 @@ def _options(args: dict, paths: dict[str, str], rows: list[int]) -> dict:
     return opts
 
 
-def _rows(path: str) -> int:
-    """Rows of a Parquet input (its metadata only)."""
-    import pyarrow.dataset as ds
-
-    return ds.dataset(path, format="parquet").count_rows()
-
-
 def validate(args: dict, cost=None):
     """Check everything that can be checked without Spark: returns the run's
     :class:`~joins.online.spec.StreamSpec` (its inputs the Parquet paths), built (and so
@@ -407,7 +406,7 @@ def validate(args: dict, cost=None):
     paths = _inputs(args)
     band = _band(args)
     _check_files(args, paths, band)
-    rows = [_rows(path) for path in paths.values()]
+    rows = [parquet_rows(path) for path in paths.values()]
     opts = _options(args, paths, rows)
     spark_preset_or_usage_error(args.get("spark", "local"))  # fails before Spark starts
     # an operator's parameter as name= or, as describe and compare write it, param.name=

@@ -192,19 +192,19 @@ def test_compare_operators_prints_the_arena_metrics_and_draws_the_curve(
     """Three operators (two distributed, one single site) on a user's timed stream cut at
     event-time ticks: the arena's metrics, a mismatch reported for its operator only, the
     curve of every operator."""
-    import joins.oracle
+    import joins.compare
     import runtime.spark_session
 
     monkeypatch.setattr(runtime.spark_session, "get_spark", lambda **_kw: spark)  # shared
     left, right = _timed_pair(tmp_path)
-    calls, real = [], joins.oracle.multiset_mismatch
+    calls, real = [], joins.compare.multiset_mismatch
 
     def third_differs(*args, **kw):  # the third operator's rows "lose" one row
         calls.append(1)
         missing, extra = real(*args, **kw)
         return (missing + 1, extra) if len(calls) == 3 else (missing, extra)
 
-    monkeypatch.setattr(joins.oracle, "multiset_mismatch", third_differs)
+    monkeypatch.setattr(joins.compare, "multiset_mismatch", third_differs)
     out = tmp_path / "cmp"
     assert main(["compare", "operators=shj,dynamic,diner", f"r={tmp_path / 'R.parquet'}",
                  f"s={tmp_path / 'S.parquet'}", "joiners=4", "time=ts", "tick=10",

@@ -3,12 +3,9 @@ paper's sizes, the affine fit per stage, the tasks carrying it, and a plan misma
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pandas as pd
 import pytest
 
-from experiments import regime_fit
 from experiments.regime_fit import (
     PlanMismatch,
     extrapolated_tasks,
@@ -94,20 +91,3 @@ def test_a_workload_that_grows_affinely_is_extrapolated_exactly():
     real = stage_table(full, 2, UNIT, "list")
     for c in ("records_in", "rows_produced", "shuffle_bytes", "modeled_s", "constants_s"):
         assert got[c].tolist() == pytest.approx(real[c].tolist())
-
-
-def test_fit_metrics_names_the_regime_and_says_where_the_rule_does_not_apply(monkeypatch):
-    figure = {"id": "f", "run": {"executors": {"small": 2, "paper": 4}}}
-    pc = SimpleNamespace(figure=figure, series="s", x=1, scale="small",
-                         calibration=SimpleNamespace(batch=UNIT))
-    monkeypatch.setattr(regime_fit, "point_settings",
-                        lambda pc: {"run": {"executors": 2}, "workload": {}})
-    monkeypatch.setattr(regime_fit, "run_at",
-                        lambda pc, factor: (0.25, SimpleNamespace(tasks=_tasks(2.0, 4.0))))
-    m = regime_fit.fit_metrics(pc, _tasks(1.0, 3.0), 2.0)
-    expected = fit_table(_tasks(1.0, 3.0), _tasks(2.0, 4.0), 2, UNIT, "list", 0.25, 1.0, 0.5)
-    assert m["modeled_time_regime_fit"][0] == pytest.approx(expected.modeled_s.sum())
-    assert 0 < m["per_task_share_regime_fit"][0] < 1 and m["regime_fit_applies"][0] == 1.0
-    monkeypatch.setattr(regime_fit, "run_at",
-                        lambda pc, factor: (0.25, SimpleNamespace(tasks=_tasks().iloc[:4])))
-    assert regime_fit.fit_metrics(pc, _tasks(), 2.0) == {"regime_fit_applies": (0.0, "bool")}
