@@ -34,7 +34,7 @@ RUN_KEYS: dict[str, Spec] = {  # per experiment kind
                          "operator_params", "samples", "spill", "batch_overhead",
                          "disk_cost_factor"),
     "first_iteration": _keys(),
-    "squall_theory": _keys("joiners", "replay_tuples"),
+    "squall_theory": _keys("joiners", "replay_tuples", "seed"),
     "single_site_join": _keys("memory_share", "memory_tuples", "tick", "operator_params",
                               "time_unit_ms", "paper_ms", "baseline_buckets",
                               "buffer_limit", "band", "cost_factor"),
