@@ -18,7 +18,7 @@ PAPERS := $(sort $(foreach f,$(FIGURES),$(firstword $(subst /, ,$(f)))))
 FIGURE_TARGETS := $(addprefix reproduce-,$(subst /,-,$(FIGURES)))
 PAPER_TARGETS := $(addprefix reproduce-,$(PAPERS))
 
-.PHONY: help setup test stress lint list reproduce reproduce-all report readme calibrate bench data clean \
+.PHONY: help setup test slow stress lint list reproduce reproduce-all report readme calibrate bench data clean \
         cluster-up cluster-down cluster-status history history-down budget-sensitivity \
         $(FIGURE_TARGETS) $(PAPER_TARGETS)
 
@@ -30,6 +30,7 @@ help:
 	@echo "make reproduce-all         every figure of every paper"
 	@echo "make list                  the figures;  make report  REPORT.md from results/;  make readme  its figure table"
 	@echo "make test | lint           the tests (ARGS=pytest options) | ruff"
+	@echo "make slow                  the long cases make test leaves out (CI runs both)"
 	@echo "make stress                1,000+ random layout-change schedules against DuckDB (slow)"
 	@echo "make calibrate | bench     measure the cost model's constants | benchmarks (ARGS=\"name key=value\")"
 	@echo "make data | setup | clean  the headline figures' inputs | install the venv | remove scratch/"
@@ -50,6 +51,11 @@ setup: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(ARGS)
+
+# the long cases (end to end, clusters, the engine's slowest exactness properties): CI runs them
+# after make test, which leaves them out to stay under 20 minutes on 2 cores
+slow: $(STAMP)
+	$(PY) -m pytest -m slow $(ARGS)
 
 # the engine's exactness under random multi-change schedules: 1,000+ cases against DuckDB
 # (tests/online/test_schedules_property.py); run it after every engine change

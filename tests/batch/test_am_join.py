@@ -42,6 +42,7 @@ def run(spark, name: str, left: pd.DataFrame, right: pd.DataFrame, how: str = "i
     return out, result.extra
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
 def test_fig4_split_and_table2_variants(spark, how):
     out, extra = run(spark, "am_join", FIG_R, FIG_S, how)

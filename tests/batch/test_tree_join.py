@@ -235,6 +235,7 @@ def test_basic_fails_where_balanced_fits(spark):
     assert_same_rows(out, oracle_join(LEFT, RIGHT, "key", "inner"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["tree_join", "am_join"])
 def test_coalesced_map_sides_keep_the_draws(spark, name):
     """coalesce_maps merges the unraveling's and chunking's map tasks above the own-id

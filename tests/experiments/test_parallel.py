@@ -78,6 +78,7 @@ def _counts(root) -> pd.DataFrame:
     return read_results(root, "amjoin/fig5")
 
 
+@pytest.mark.slow
 def test_two_workers_write_the_rows_one_at_a_time_writes(monkeypatch, tmp_path, capfd):
     series, xs = ["hash_join", "spark3_join", "broadcast_join"], [0.0, 0.5]
     monkeypatch.setitem(kinds.KINDS, "batch_join", "tests.experiments.fake_kind:run_point")
@@ -106,6 +107,7 @@ def test_two_workers_write_the_rows_one_at_a_time_writes(monkeypatch, tmp_path, 
     assert capfd.readouterr().out.count("done already") == 2
 
 
+@pytest.mark.slow
 def test_a_dead_worker_is_replaced_and_a_raising_point_stops_the_sweep(tmp_path, capfd):
     fake_kind.CALLS.clear()
     # tree_join's worker dies mid-point: no result, the others still run, the exit code is 1

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from runtime.paths import ROOT
 
 _SCRIPT = textwrap.dedent("""
@@ -38,6 +40,7 @@ def _recovers(script: str) -> None:
     assert "RECOVERED" in proc.stdout
 
 
+@pytest.mark.slow
 def test_new_session_after_the_jvm_died():
     _recovers(_SCRIPT)
 
@@ -64,5 +67,6 @@ _STALE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_new_session_when_the_jvm_still_holds_a_stopped_context():
     _recovers(_STALE)

@@ -176,6 +176,7 @@ def _surge(rng, col: str, n: int) -> pd.DataFrame:
                          col: np.arange(len(t)) % 3})
 
 
+@pytest.mark.slow
 def test_two_phase_scaling_scales_out_and_in_and_stays_exact():
     """A rate that rises fourfold then falls: 2PS adds units to both sides once tau passes
     T_h three checks in a row, removes them once it falls below T_l, and units that leave
@@ -263,6 +264,7 @@ def test_cluster_wide_delta_goes_where_the_load_per_unit_is_highest():
     assert place(0, [1.0, 1.0], [2, 3]) == [2, 3]
 
 
+@pytest.mark.slow
 def test_two_phase_scaling_cluster_wide_is_one_decision_and_stays_exact():
     """With k cluster-wide (the other reading of Eq. 7) one tau over all units decides: the
     decisions carry tau_all, not a tau per side, and the Delta of the surge goes mostly to the
@@ -293,6 +295,7 @@ def test_two_phase_scaling_needs_a_capacity():
                    elastic="2ps", progress=False, backend="local")
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_spark_runs_contrand_windows_and_2ps_exactly(spark):
     """The same routings on Spark (state on the executors): ContRand with a band and the

@@ -122,6 +122,7 @@ def test_nulls_duplicates_and_empty_streams():
     assert len(_run(one_empty, 2, budget=80, adapt="disk").output) == 0
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), joiners=st.integers(1, 4),
        adapt=st.sampled_from(["none", "disk", "relocate", "lazy_disk", "active_disk"]),

@@ -188,6 +188,7 @@ def test_property_miner_exact_on_stars_and_snowflakes(shape, sizes, domain, budg
     assert reactive == (res.output["phase"] == "reactive").sum()
 
 
+@pytest.mark.slow
 def test_star_reactive_phase_runs_on_the_hub_attributes():
     """With every relation flushed, the reactive phase joins hub and spoke blocks (the
     odometer over a star's digits)."""

@@ -103,6 +103,7 @@ def test_property_dynamic_on_spark(spark, r, s, batch, seed):
     assert_same_rows(res.output, oracle_join(rf, sf))
 
 
+@pytest.mark.slow
 @pytest.mark.cluster
 def test_cli_on_local_cluster(tmp_path):
     """Separate executor JVMs: no state can hide on the driver. Runs the stream CLI in a
