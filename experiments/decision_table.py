@@ -8,7 +8,8 @@ lower, best / second - 1 for higher; ``difference``: best - second, e.g. for sha
 which operators (``among: distributed``: those with more than one unit), which series never
 rank (``exclude``, e.g. a yardstick that knows the future) and which counts explain it
 (``why``: metric names, or ``time_terms``: the term of the time model whose difference
-between the two is largest). Seed replicates (``replicate_of``) are the seeds of their base
+between the two is largest, and the cost constant that would swap them at the factor nearest
+its calibrated value: within 0.5x-2x, the why says a cost constant decides). Seed replicates (``replicate_of``) are the seeds of their base
 series; series marked ``sensitivity: true`` are ranked apart (:func:`sensitivity_changes`).
 
 The best is the operator with the best mean over the seeds; the cell is *stable* when it is
@@ -98,13 +99,46 @@ def _why(figure: dict, spec: dict, wide: pd.DataFrame, best: str, second: str | 
         diff = (wide.loc[second, terms] - wide.loc[best, terms]).abs()
         term = diff.idxmax()
         name = term.removeprefix("time_term_").replace("_", " ")
+        # the constant nearest its calibrated value (in ratio) that would swap the two
+        swaps = {t: swap_factor(wide.loc[best, spec["metric"]],
+                                wide.loc[second, spec["metric"]], wide.loc[best, t],
+                                wide.loc[second, t]) for t in terms}
+        nearest = min(terms, key=lambda t: abs(np.log(swaps[t])))
+        swap = _swap_text(nearest.removeprefix("time_term_").replace("_", " "), swaps[nearest])
         return (f"the largest difference of the time model's terms is {name}: "
                 f"{wide.loc[best, term]:.3g} modeled s for {b} against "
                 f"{wide.loc[second, term]:.3g} for {s} (the slowest unit of each tick, whole "
-                f"run)")
+                f"run); {swap}")
     parts = [f"{m.replace('_', ' ')} {_fmt(wide.loc[best, m])} against {_fmt(wide.loc[second, m])}"
              for m in why if m in wide.columns]
     return f"{b} vs {s}: " + "; ".join(parts) if parts else ""
+
+
+CONSTANT_RANGE = (0.5, 2.0)  # a calibrated constant's plausible range, as a factor
+
+
+def swap_factor(t_best: float, t_second: float, x_best: float, x_second: float) -> float:
+    """The factor on one term's cost constant at which best and second would swap, to first
+    order: each time moves by (f - 1) x its term (``x_*``, the term's modeled seconds), and the
+    slowest unit of each tick is taken as fixed. ``inf`` when no positive factor swaps them."""
+    gap, slope = t_second - t_best, x_best - x_second
+    if slope == 0:
+        return float("inf")
+    f = 1.0 + gap / slope
+    return f if f > 0 else float("inf")
+
+
+def _swap_text(term: str, f: float) -> str:
+    """Whether a cost constant decides the ranking (issue 40: a ranking that a constant
+    decides says so): the factor that would swap best and second against the range
+    :data:`CONSTANT_RANGE`."""
+    lo, hi = CONSTANT_RANGE
+    if not np.isfinite(f):
+        return "no factor on one cost constant swaps the two"
+    if lo <= f <= hi:
+        return (f"a cost constant decides: the {term} constant at {f:.2g}x its calibrated "
+                f"value would swap the two (to first order)")
+    return f"the {term} constant would have to be {f:.2g}x its calibrated value to swap them"
 
 
 def _fmt(v: float) -> str:

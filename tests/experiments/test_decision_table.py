@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from experiments.decision_table import decision_table, markdown, sensitivity_changes
+from experiments.decision_table import decision_table, markdown, sensitivity_changes, swap_factor
 from experiments.figure_spec import with_seed_replicates
 
 FIGURE = with_seed_replicates({
@@ -67,6 +67,25 @@ def test_a_stable_best_with_its_margin_and_why_and_an_unstable_cell():
     assert "**unstable**: seed 0: A; seed 1: A; seed 2: B" in text
     assert "50% over B" in text and "tie (2 operators), +0.5 over C" in text
     assert "stable (3 seeds)" in text and "yard" not in text
+
+
+def test_the_why_says_when_a_cost_constant_decides_the_time_ranking():
+    # A 1.0 s with 0.9 s of probes, B 1.5 s with 0.2: probes at 1.71x their constant swap them
+    assert swap_factor(1.0, 1.5, 0.9, 0.2) == np.float64(1.0 + 0.5 / 0.7)
+    assert swap_factor(1.0, 1.5, 0.2, 0.7) == np.inf  # only at 0x: no positive factor
+    assert swap_factor(1.0, 1.5, 0.4, 0.4) == np.inf  # the term is the same for both
+    vals = {}
+    for suffix in ("", "_seed1", "_seed2"):
+        for x in (0.0, 1.0, 2.0):
+            vals[(f"a{suffix}", x)] = _point(1.0, probe=0.9, output=0.1)
+        vals[(f"b{suffix}", 0.0)] = _point(1.5, probe=0.2, output=1.3)  # output differs most
+        vals[(f"b{suffix}", 1.0)] = _point(3.0, probe=2.6, output=0.4)
+        vals[(f"b{suffix}", 2.0)] = _point(3.0, probe=0.2, output=0.1)
+    cells = {c.x: c for c in decision_table(FIGURE, _rows(vals)) if c.metric == "time"}
+    # output at 1 + 0.5 / (0.1 - 1.3) = 0.58x its constant (probe at 1.71x): within 0.5x-2x
+    assert "a cost constant decides: the output constant at 0.58x" in cells[0.0].why
+    assert "no factor on one cost constant swaps the two" in cells[1.0].why  # B has more
+    assert "probe constant would have to be 3.9x" in cells[2.0].why  # 1 + 2 / 0.7
 
 
 def test_a_metric_with_one_operator_ranked_has_no_cell():
