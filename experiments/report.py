@@ -277,7 +277,9 @@ def beyond_section(figure_id: str, scale: str, results: pd.DataFrame) -> list[st
         lines += [f"**{len(missing)} point(s) not run** at scale={scale}.", ""]
     lines += _choices(figure)
     lines += ["**Decision table** (per cell and metric: the best operator by its mean over the "
-              "seeds, its margin over the second, and whether every seed has the same best)",
+              "seeds, its margin over the second, whether every seed has the same best, and "
+              "why; for a time, *a cost constant decides* where one constant between 0.5x and "
+              "2x its calibrated value would swap the best and the second, to first order)",
               "", *markdown(figure, decision_table(figure, results)), ""]
     changes = sensitivity_changes(figure, results)
     if any((s or {}).get("sensitivity") for s in figure["series"].values()):
