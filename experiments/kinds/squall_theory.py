@@ -138,8 +138,8 @@ CHECKS = ("fig2", "lemma43", "fig3", "lemma45")
 
 def run_point(pc: PointContext) -> PointOutcome:
     run = resolve_scaled(pc.figure.get("run", {}), pc.scale)
-    overrides = resolve_scaled((pc.figure["series"][pc.series] or {}).get("overrides", {}),
-                               pc.scale)
+    series = (pc.figure.get("series") or {}).get(pc.series) or {}
+    overrides = resolve_scaled(series.get("overrides", {}), pc.scale)
     seed = int(overrides.get("run.seed", pc.seed))  # a seed replicate's, else the run's
     js = [int(j) for j in run.get("joiners", [4, 16, 64, 256])]
     out = PointOutcome(status="ok", spark_version="none", spark_master="none (closed form)")

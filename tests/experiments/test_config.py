@@ -48,7 +48,9 @@ def test_figure_composes(figure_id, scale):
 def test_series_algorithms_are_registered(figure_id):
     fig = load_figure(figure_id)
     for name, series in fig["series"].items():
-        algorithm = series.get("algorithm", series.get("operator"))
+        # a seed replicate runs what its base runs (its algorithm key only restates the base's)
+        source = fig["series"][series["replicate_of"]] if "replicate_of" in series else series
+        algorithm = source.get("algorithm", source.get("operator"))
         if algorithm is not None:
             assert algorithm in ALGORITHMS, f"{figure_id} series {name}: {algorithm} unregistered"
 

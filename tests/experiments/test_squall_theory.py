@@ -70,6 +70,20 @@ def test_theory_kind_point():
     assert {r["t"] for r in out.series_rows} == {4.0, 16.0}
 
 
+def test_theory_kind_takes_a_seed_replicates_seed():
+    # Fig 3's routing coordinates are drawn from the seed: a replicate's run.seed moves them
+    fig = {"id": "squall/theory", "run": {"joiners": [4]},
+           "series": {"theory": {}, "theory_seed1": {"overrides": {"run.seed": 1}}}}
+    cost = {}
+    for series in ("theory", "theory_seed1"):
+        ctx = PointContext(figure=fig, series=series, x="fig3", scale="tiny", seed=0,
+                           spark_cfg={}, calibration=None)
+        cost[series] = load_kind("squall_theory")(ctx).metrics["cost_units_max"][0]
+    assert cost["theory"] != cost["theory_seed1"]
+    assert cost["theory"] == pytest.approx(0.25, abs=0.01)
+    assert cost["theory_seed1"] == pytest.approx(0.25, abs=0.01)
+
+
 def test_ilf_trace_uses_epoch_mapping():
     is_r = np.array([True, False, False, False, False, False])
     epochs = pd.DataFrame({"start_tuple": [0, 3], "n": [2, 1], "m": [2, 4]})
