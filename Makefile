@@ -55,7 +55,7 @@ test: $(STAMP)
 # the long cases (end to end, clusters, the engine's slowest exactness properties): CI runs them
 # after make test, which leaves them out to stay under 20 minutes on 2 cores
 slow: $(STAMP)
-	$(PY) -m pytest -m slow $(ARGS)
+	$(PY) -m pytest -m 'slow and not stress' $(ARGS)
 
 # the engine's exactness under random multi-change schedules: 1,000+ cases against DuckDB
 # (tests/online/test_schedules_property.py); run it after every engine change

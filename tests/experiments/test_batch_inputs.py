@@ -91,7 +91,9 @@ def test_a_point_on_reused_inputs_counts_as_on_fresh_ones(spark, series):
     reused = point(series)
     bi.forget_inputs(spark)
     assert fresh.status == reused.status == "ok"
-    assert _counts(reused) == _counts(fresh)
+    # the counts are equal; a ratio of float sums may differ in its last digit, as Spark adds
+    # task metrics in the order the tasks finish
+    assert _counts(reused) == pytest.approx(_counts(fresh), rel=1e-12)
 
 
 def test_a_seed_replicate_draws_new_data_and_a_new_operator_seed():
