@@ -93,25 +93,39 @@ def _why(figure: dict, spec: dict, wide: pd.DataFrame, best: str, second: str | 
     why = spec.get("why") or []
     b, s = _label(figure, best), _label(figure, second)
     if why == "time_terms":
-        terms = [c for c in wide.columns if c.startswith("time_term_")]
+        terms, span = _time_terms(wide, spec["metric"])
         if not terms:
             return ""
-        diff = (wide.loc[second, terms] - wide.loc[best, terms]).abs()
+        diff = (wide.loc[second, list(terms)] - wide.loc[best, list(terms)]).abs()
         term = diff.idxmax()
-        name = term.removeprefix("time_term_").replace("_", " ")
         # the constant nearest its calibrated value (in ratio) that would swap the two
         swaps = {t: swap_factor(wide.loc[best, spec["metric"]],
                                 wide.loc[second, spec["metric"]], wide.loc[best, t],
                                 wide.loc[second, t]) for t in terms}
         nearest = min(terms, key=lambda t: abs(np.log(swaps[t])))
-        swap = _swap_text(nearest.removeprefix("time_term_").replace("_", " "), swaps[nearest])
-        return (f"the largest difference of the time model's terms is {name}: "
+        swap = _swap_text(terms[nearest], swaps[nearest])
+        return (f"the largest difference of the time model's terms is {terms[term]}: "
                 f"{wide.loc[best, term]:.3g} modeled s for {b} against "
-                f"{wide.loc[second, term]:.3g} for {s} (the slowest unit of each tick, whole "
-                f"run); {swap}")
+                f"{wide.loc[second, term]:.3g} for {s} (the slowest unit of each tick, {span}); "
+                f"{swap}")
     parts = [f"{m.replace('_', ' ')} {_fmt(wide.loc[best, m])} against {_fmt(wide.loc[second, m])}"
              for m in why if m in wide.columns]
     return f"{b} vs {s}: " + "; ".join(parts) if parts else ""
+
+
+def _time_terms(wide: pd.DataFrame, metric: str) -> tuple[dict[str, str], str]:
+    """The time model's term columns that add up to ``metric`` (column -> term name) and the
+    span they cover: up to the metric's share of the join for ``modeled_time_<pct>`` where the
+    run recorded those (``time_term_<term>_to_<pct>``), else the whole run."""
+    pct = metric.removeprefix("modeled_time_")
+    suffix = f"_to_{pct}"
+    if pct.isdigit() and any(c.startswith("time_term_") and c.endswith(suffix) for c in wide):
+        return ({c: c.removeprefix("time_term_").removesuffix(suffix).replace("_", " ")
+                 for c in wide.columns if c.startswith("time_term_") and c.endswith(suffix)},
+                f"to {pct}% of the join")
+    whole = {c: c.removeprefix("time_term_").replace("_", " ") for c in wide.columns
+             if c.startswith("time_term_") and "_to_" not in c}
+    return whole, "whole run"
 
 
 CONSTANT_RANGE = (0.5, 2.0)  # a calibrated constant's plausible range, as a factor

@@ -249,6 +249,12 @@ def arena_metrics(m: pd.DataFrame, cost, *, expected: int, budget: int, total: i
     }
     for name in TERMS:  # where each run's modeled time went (the slowest unit of each batch)
         metrics[f"time_term_{name}"] = (float(slow[name].sum()), "modeled s")
+        # and up to 50% and 100% of the join, interpolated as the times are: the terms of a
+        # time-to-a-share add up to it, so its ranking is explained by its own terms
+        term = slow[name].to_numpy(float)
+        for pct in (50, 100):
+            metrics[f"time_term_{name}_to_{pct}"] = (
+                time_to(cr, np.cumsum(term), term, br, pct / 100 * expected), "modeled s")
     series = [{"metric": "results_share_t", "t": 0.0, "value": 0.0}]
     series += [{"metric": "results_share_t", "t": float(t), "value": float(r) / expected}
                for t, r in zip(ct, cr, strict=True)] if expected else []

@@ -56,6 +56,14 @@ def test_arena_metrics_of_two_units_and_a_clean_up():
     # per tick the slowest unit: 30, 10 (a tie: 10 each), 10 (20 tuples read back x 0.5)
     assert got["modeled_time_100"][0] == pytest.approx(50.0)
     assert got["modeled_time_50"][0] == pytest.approx(30.0 + 10.0 * 5 / 20)
+    # the terms up to a share of the join add up to its time: receive to 50%, then the reads
+    for pct in (50, 100):
+        terms = [v for k, (v, _) in got.items() if k.startswith("time_term_")
+                 and k.endswith(f"_to_{pct}")]
+        assert sum(terms) == pytest.approx(got[f"modeled_time_{pct}"][0])
+    assert got["time_term_receive_to_50"][0] == pytest.approx(32.5)
+    assert got["time_term_disk_read_to_50"][0] == 0.0
+    assert got["time_term_disk_read_to_100"][0] == pytest.approx(10.0)
     assert got["share_before_end"][0] == pytest.approx(40 / 50)
     assert got["network_tuples"][0] == 64 and got["peak_memory_per_unit"][0] == 25
     assert got["peak_state_per_unit"][0] == 30 and got["disk_read_tuples"][0] == 20

@@ -88,6 +88,24 @@ def test_the_why_says_when_a_cost_constant_decides_the_time_ranking():
     assert "probe constant would have to be 3.9x" in cells[2.0].why  # 1 + 2 / 0.7
 
 
+def test_a_time_to_a_share_of_the_join_is_explained_by_its_own_terms():
+    """modeled_time_50 is ranked on the terms up to 50% of the join, not the whole run's."""
+    figure = {**FIGURE, "decision": {"exclude": ["yard"], "metrics": [
+        {"metric": "modeled_time_50", "better": "lower", "why": "time_terms"}]}}
+    vals = {}
+    for suffix in ("", "_seed1", "_seed2"):
+        for name, t, probe50, read50, read in (("a", 1.0, 0.9, 0.1, 5.0),
+                                               ("b", 2.0, 0.2, 1.8, 0.0)):
+            vals[(f"{name}{suffix}", 0.0)] = {
+                "modeled_time_50": t, "units": 4, "time_term_probe_to_50": probe50,
+                "time_term_disk_read_to_50": read50, "time_term_probe": 2 * probe50,
+                "time_term_disk_read": read}  # the whole run's reads would say otherwise
+    (cell,) = decision_table(figure, _rows(vals))
+    assert cell.best == "a" and "largest difference of the time model's terms is disk read: " \
+        "0.1 modeled s for A against 1.8 for B (the slowest unit of each tick, to 50% of the " \
+        "join)" in cell.why
+
+
 def test_a_metric_with_one_operator_ranked_has_no_cell():
     # arena/three_inputs: D-CAPE is its only distributed operator, so load decides nothing
     vals = {(f"{n}{suffix}", 0.0): _point(t, units=u) for suffix in ("", "_seed1", "_seed2")
