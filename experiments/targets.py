@@ -474,7 +474,12 @@ def _at_second_scale(v: Verdict, t: dict, results: pd.DataFrame, second: SecondS
         v.measured += f"; scale={second.name}: {second.why or second.missing}"
         return v
     there = next((u for u in second.targets or [] if u["id"] == t["id"]), t)
-    w = _target(there, second.results)
+    # rule 4 runs seed 0 at the second scale: a replicate counts there only where it has run
+    ran = set(second.results["series"]) if "series" in second.results else set()
+    kept = [names for names in there.get("replicates") or [] if set(names.values()) <= ran]
+    w = _target({**there, "replicates": kept}, second.results)
+    if there.get("replicates") and not kept:
+        w.measured += "; seed 0 (the seed replicates are not run at this scale)"
     both = f"scale={second.of}: {v.measured}; scale={second.name}: {w.verdict} ({w.measured})"
     if w.verdict == "met":
         return replace(v, verdict="scale-sensitive", measured=both, second_scale="flips")

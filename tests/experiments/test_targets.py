@@ -276,6 +276,19 @@ def test_a_not_met_rate_that_holds_at_the_second_scale_stays_not_met_with_both_v
         in v.measured
 
 
+def test_at_the_second_scale_seed_replicates_count_only_where_they_ran():
+    """Rule 4 runs seed 0 at the second scale; its replicates there are not 'not checkable'."""
+    small = _results({s: {0.0: v} for s, v in (("a", 3.0), ("b", 2.0), ("a1", 3.1), ("b1", 2.0),
+                                               ("a2", 3.2), ("b2", 2.0))}).assign(unit="modeled s")
+    target = {"id": "T", "claim": "c", "check": SLOWER,
+              "replicates": [{"a": "a1", "b": "b1"}, {"a": "a2", "b": "b2"}]}
+    v = evaluate([target], small, _second(_scaled(3.2, 2.0, "modeled s")))[0]
+    assert v.verdict == "not met" and v.second_scale == "not met"
+    assert v.measured.endswith("scale=medium: not met (a/b at 0: 1.6; seed 0 (the seed "
+                               "replicates are not run at this scale))")
+    assert "not checkable" not in v.measured
+
+
 def test_a_count_target_is_never_scale_sensitive():
     v = _rule4(_scaled(3.0, 2.0, "tuples"), _second(_scaled(5.0, 2.0, "tuples")))
     assert v.verdict == "not met" and v.second_scale == "" and v.measured == "a/b at 0: 1.5"
