@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from joins.arena import TERMS
+
 TIE = 1e-9  # relative: values this close are a tie
 
 
@@ -93,7 +95,7 @@ def _why(figure: dict, spec: dict, wide: pd.DataFrame, best: str, second: str | 
     why = spec.get("why") or []
     b, s = _label(figure, best), _label(figure, second)
     if why == "time_terms":
-        terms, span = _time_terms(wide, spec["metric"])
+        terms, span = _time_terms(wide, spec["metric"], (best, second))
         if not terms:
             return ""
         diff = (wide.loc[second, list(terms)] - wide.loc[best, list(terms)]).abs()
@@ -113,19 +115,21 @@ def _why(figure: dict, spec: dict, wide: pd.DataFrame, best: str, second: str | 
     return f"{b} vs {s}: " + "; ".join(parts) if parts else ""
 
 
-def _time_terms(wide: pd.DataFrame, metric: str) -> tuple[dict[str, str], str]:
+def _time_terms(wide: pd.DataFrame, metric: str,
+                ranked: tuple[str, str]) -> tuple[dict[str, str], str]:
     """The time model's term columns that add up to ``metric`` (column -> term name) and the
-    span they cover: up to the metric's share of the join for ``modeled_time_<pct>`` where the
-    run recorded those (``time_term_<term>_to_<pct>``), else the whole run."""
+    span they cover: for ``modeled_time_<pct>``, the terms up to that share of the join
+    (``time_term_<term>_to_<pct>``) where both ranked operators' runs recorded them; else the
+    whole run's."""
     pct = metric.removeprefix("modeled_time_")
-    suffix = f"_to_{pct}"
-    if pct.isdigit() and any(c.startswith("time_term_") and c.endswith(suffix) for c in wide):
-        return ({c: c.removeprefix("time_term_").removesuffix(suffix).replace("_", " ")
-                 for c in wide.columns if c.startswith("time_term_") and c.endswith(suffix)},
-                f"to {pct}% of the join")
-    whole = {c: c.removeprefix("time_term_").replace("_", " ") for c in wide.columns
-             if c.startswith("time_term_") and "_to_" not in c}
-    return whole, "whole run"
+    for suffix, span in ((f"_to_{pct}", f"to {pct}% of the join"), ("", "whole run")):
+        # in the columns' (alphabetical) order, which breaks an exact tie of two swap factors
+        cols = {c: t.replace("_", " ") for t in TERMS
+                if (c := f"time_term_{t}{suffix}") in wide.columns}
+        cols = dict(sorted(cols.items()))
+        if cols and wide.loc[list(ranked), list(cols)].notna().all(axis=None):
+            return cols, span
+    return {}, ""
 
 
 CONSTANT_RANGE = (0.5, 2.0)  # a calibrated constant's plausible range, as a factor

@@ -106,6 +106,22 @@ def test_a_time_to_a_share_of_the_join_is_explained_by_its_own_terms():
         "join)" in cell.why
 
 
+def test_a_time_to_a_share_falls_back_to_the_whole_run_where_a_run_lacks_its_terms():
+    """A run recorded before the terms to a share existed: the two are compared whole-run."""
+    figure = {**FIGURE, "decision": {"exclude": ["yard"], "metrics": [
+        {"metric": "modeled_time_50", "better": "lower", "why": "time_terms"}]}}
+    vals = {}
+    for suffix in ("", "_seed1", "_seed2"):
+        vals[(f"a{suffix}", 0.0)] = {"modeled_time_50": 1.0, "units": 4,
+                                     "time_term_probe_to_50": 0.9, "time_term_probe": 1.8,
+                                     "time_term_disk_read": 5.0}
+        vals[(f"b{suffix}", 0.0)] = {"modeled_time_50": 2.0, "units": 4,
+                                     "time_term_probe": 0.4, "time_term_disk_read": 0.0}
+    (cell,) = decision_table(figure, _rows(vals))
+    assert "terms is disk read: 5 modeled s for A against 0 for B (the slowest unit of each " \
+        "tick, whole run)" in cell.why
+
+
 def test_a_metric_with_one_operator_ranked_has_no_cell():
     # arena/three_inputs: D-CAPE is its only distributed operator, so load decides nothing
     vals = {(f"{n}{suffix}", 0.0): _point(t, units=u) for suffix in ("", "_seed1", "_seed2")
